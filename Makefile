@@ -1,0 +1,42 @@
+# Two commands on a fresh machine (Python 3.11 + pip): `make demo` and `make test`.
+# A virtual environment is created in .venv unless one is already active (VIRTUAL_ENV).
+PYTHON ?= python3
+ENV_DIR := $(if $(VIRTUAL_ENV),$(VIRTUAL_ENV),$(CURDIR)/.venv)
+PY := $(ENV_DIR)/bin/python
+# visdom 0.2.4 builds only with setuptools<81; PIP_CONSTRAINT reaches pip's isolated build environments.
+export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+WORKSPACE ?= $(CURDIR)/workspace
+PYTEST_ARGS ?=
+
+.PHONY: demo test test-slow lint install install-test clean
+
+$(PY):
+	$(PYTHON) -m venv $(ENV_DIR)
+
+$(ENV_DIR)/.installed: $(PY) setup.py constraints.txt
+	$(PY) -m pip install -e . 
+	touch $@
+
+$(ENV_DIR)/.installed-test: $(ENV_DIR)/.installed
+	$(PY) -m pip install -e '.[test]'
+	touch $@
+
+install: $(ENV_DIR)/.installed
+install-test: $(ENV_DIR)/.installed-test
+
+demo: install
+	$(PY) -m ltr.cli.demo --workspace $(WORKSPACE)
+
+lint: install-test
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: lint
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-slow: install-test
+	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(WORKSPACE) .pytest_cache .ruff_cache

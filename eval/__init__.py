@@ -1,0 +1,1 @@
+"""eval: benchmark analysis: metrics, curves, tables, plots, submission packers."""

@@ -1,0 +1,1 @@
+"""ltr: the core library and the training side ("learning to track")."""

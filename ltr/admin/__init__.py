@@ -1,0 +1,1 @@
+"""Administration: paths, checkpoints, logging."""

@@ -1,0 +1,1 @@
+"""Sequence readers for every benchmark and the embedded synthetic video dataset."""

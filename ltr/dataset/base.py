@@ -1,0 +1,130 @@
+"""The one narrow interface every sequence reader implements.
+
+A :class:`SequenceDataset` lists sequences by name; a :class:`Sequence` gives its frame count, lazily loaded
+RGB uint8 frames, boxes and per-frame masks:
+
+- ``boxes``: (N, 4) float64, **xywh** in the dataset's own pixel convention (no +1/-1 shifts applied),
+  NaN where the annotation is unknown.
+- ``valid``: (N,) bool, the box is a usable annotation (finite, w > 0, h > 0).
+- ``visible``: (N,) bool, valid and the target is visible (not absent / fully occluded / out of view).
+- ``attributes``: optional extras (``class``, ``absent``, ``occlusion``, ``language``, per-sequence attribute
+  flags, ...).
+"""
+
+from __future__ import annotations
+
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FrameLoader = Callable[[int], np.ndarray]
+
+
+class DatasetError(RuntimeError):
+    """A dataset is missing, misconfigured or malformed. The message names the file/line or variable."""
+
+
+def valid_boxes(boxes: np.ndarray) -> np.ndarray:
+    """(N, 4) xywh -> (N,) bool: all values finite and w > 0, h > 0."""
+    boxes = np.asarray(boxes, dtype=np.float64)
+    return np.isfinite(boxes).all(axis=1) & (boxes[:, 2] > 0) & (boxes[:, 3] > 0)
+
+
+def read_image_rgb(path: str | Path) -> np.ndarray:
+    """Read an image file as (H, W, 3) RGB uint8. Grayscale and 4-channel files are converted."""
+    import cv2
+
+    img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    if img is None:
+        raise DatasetError(f"cannot read frame image {path} (missing or not an image)")
+    if img.ndim == 2:
+        return cv2.cvtColor(img, cv2.COLOR_GRAY2RGB)
+    if img.shape[2] == 4:
+        return cv2.cvtColor(img, cv2.COLOR_BGRA2RGB)
+    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+
+
+@dataclass
+class Sequence:
+    """One annotated video (or a single image, for COCO).
+
+    Frames come either from ``frame_paths`` (read lazily with OpenCV) or from ``frame_loader(i)`` (in-memory
+    generators). ``boxes`` is (N, 4) xywh float64, NaN for unknown rows; ``valid``/``visible`` default to
+    :func:`valid_boxes` of the boxes.
+    """
+
+    name: str
+    boxes: np.ndarray
+    frame_paths: list[Path] | None = None
+    frame_loader: FrameLoader | None = None
+    valid: np.ndarray | None = None
+    visible: np.ndarray | None = None
+    dataset: str = ""
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.boxes = np.asarray(self.boxes, dtype=np.float64).reshape(-1, 4)
+        if self.frame_paths is None and self.frame_loader is None:
+            raise ValueError(f"sequence {self.name!r} needs frame_paths or a frame_loader")
+        if self.frame_paths is not None:
+            self.frame_paths = [Path(p) for p in self.frame_paths]
+        if self.valid is None:
+            self.valid = valid_boxes(self.boxes)
+        else:
+            self.valid = np.asarray(self.valid, dtype=bool) & valid_boxes(self.boxes)
+        if self.visible is None:
+            self.visible = self.valid.copy()
+        else:
+            self.visible = np.asarray(self.visible, dtype=bool) & self.valid
+
+    def __len__(self) -> int:
+        return len(self.frame_paths) if self.frame_paths is not None else len(self.boxes)
+
+    @property
+    def num_frames(self) -> int:
+        return len(self)
+
+    def frame(self, index: int) -> np.ndarray:
+        """Frame ``index`` (0-based) as (H, W, 3) RGB uint8."""
+        if not 0 <= index < len(self):
+            raise IndexError(f"frame {index} out of range for sequence {self.name!r} with {len(self)} frames")
+        if self.frame_loader is not None:
+            return self.frame_loader(index)
+        return read_image_rgb(self.frame_paths[index])
+
+    @property
+    def init_box(self) -> np.ndarray:
+        """The first frame's box, (4,) xywh."""
+        return self.boxes[0].copy()
+
+
+class SequenceDataset(ABC):
+    """A named collection of sequences. Subclasses read one on-disk layout."""
+
+    name: str = "dataset"
+    #: False for image datasets (COCO) whose sequences are single images.
+    is_video: bool = True
+
+    @abstractmethod
+    def sequence_names(self) -> list[str]:
+        """All sequence names, in a stable order."""
+
+    @abstractmethod
+    def get_sequence(self, name: str) -> Sequence:
+        """Load one sequence's annotation (frames stay lazy)."""
+
+    def __len__(self) -> int:
+        return len(self.sequence_names())
+
+    def __iter__(self) -> Iterator[Sequence]:
+        for name in self.sequence_names():
+            seq = self.get_sequence(name)
+            if len(seq) == 0:
+                warnings.warn(f"{self.name}: skipping empty sequence {name!r}", stacklevel=2)
+                continue
+            yield seq

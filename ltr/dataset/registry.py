@@ -1,0 +1,23 @@
+"""Datasets found by name in one explicit table (no import side effects).
+
+``get_dataset(name, root=None, split=None, **options) -> SequenceDataset``. Names: lasot, got10k,
+trackingnet, coco (training); otb, uav, nfs, lasot_test, trackingnet_test, got10k_test, got10k_val, vot,
+folder, synthetic (evaluation). Roots come from :mod:`ltr.admin.paths` unless given.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ltr.dataset.base import SequenceDataset
+
+#: dataset name -> "module:factory"; each factory takes (root=None, split=None, **options).
+DATASETS: dict[str, str] = {}
+
+
+def get_dataset(name: str, root: Any = None, split: str | None = None, **options: Any) -> SequenceDataset:
+    if name not in DATASETS:
+        raise KeyError(f"unknown dataset {name!r}; choose one of {sorted(DATASETS)}")
+    module, factory = DATASETS[name].split(":")
+    return getattr(importlib.import_module(module), factory)(root=root, split=split, **options)

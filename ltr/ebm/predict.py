@@ -1,0 +1,76 @@
+"""Prediction by gradient ascent on f(x, y) (the paper's Algorithm S1), batched.
+
+``y0`` holds S starting points for each of N inputs, (N, S, D); the score function maps (N, S, D) -> (N, S).
+Every starting point runs its own ascent (own step length, own accept/reject decisions) and all of them are
+evaluated together, one forward and one backward pass per iteration. There is no host synchronisation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal, NamedTuple
+
+import torch
+from torch import Tensor
+
+ScoreFn = Callable[[Tensor], Tensor]
+AscentMode = Literal["s1", "plain"]
+
+
+class AscentResult(NamedTuple):
+    """y: (N, S, D) refined targets; scores: (N, S) f at them; accepted: (N, S) number of accepted steps."""
+
+    y: Tensor
+    scores: Tensor
+    accepted: Tensor
+
+
+def _value_and_grad(score_fn: ScoreFn, y: Tensor) -> tuple[Tensor, Tensor]:
+    with torch.enable_grad():
+        y = y.detach().requires_grad_(True)
+        f = score_fn(y)
+        (g,) = torch.autograd.grad(f.sum(), y)
+    return f.detach(), g.detach()
+
+
+def gradient_ascent(
+    score_fn: ScoreFn,
+    y0: Tensor,
+    *,
+    step_length: float | Sequence[float] | Tensor,
+    num_iters: int,
+    decay: float = 0.5,
+    mode: AscentMode = "s1",
+) -> AscentResult:
+    """Refine starting points y0 (N, S, D) by T = ``num_iters`` gradient-ascent steps y <- y + lambda * df/dy.
+
+    Args:
+        step_length: lambda, a float or one per target dimension (D,) (e.g. separate steps for position and
+            size).
+        decay: eta. In ``mode="s1"`` (Algorithm S1) a step is taken only if f increases, otherwise that point's
+            lambda is multiplied by eta. In ``mode="plain"`` every step is taken and lambda is multiplied by eta
+            after each iteration (the reference trackers' update; decay=1 keeps a fixed step).
+    """
+    if mode not in ("s1", "plain"):
+        raise ValueError(f"ascent mode must be 's1' or 'plain', got {mode!r}")
+    step = torch.as_tensor(step_length, dtype=y0.dtype, device=y0.device)
+    lam = step.expand(y0.shape).clone() if step.ndim else torch.full_like(y0, float(step))
+    y = y0.detach()
+    f, g = _value_and_grad(score_fn, y)
+    accepted = torch.zeros(f.shape, dtype=torch.long, device=y.device)
+    for _ in range(num_iters):
+        y_new = y + lam * g
+        f_new, g_new = _value_and_grad(score_fn, y_new)
+        if mode == "plain":
+            y, f, g = y_new, f_new, g_new
+            lam = lam * decay
+            accepted += 1
+            continue
+        better = f_new > f
+        acc = better.unsqueeze(-1)
+        y = torch.where(acc, y_new, y)
+        g = torch.where(acc, g_new, g)
+        f = torch.where(better, f_new, f)
+        lam = torch.where(acc, lam, lam * decay)
+        accepted += better.long()
+    return AscentResult(y, f, accepted)

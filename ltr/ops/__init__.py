@@ -1,0 +1,1 @@
+"""Operations: exact PrRoIPool in pure PyTorch (prroi_pool.py) and box utilities (boxes.py)."""

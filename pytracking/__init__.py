@@ -1,0 +1,1 @@
+"""pytracking: the runtime side (trackers, parameters, dataset runner)."""
