@@ -23,6 +23,8 @@ DATASET_VARS: dict[str, str] = {
     "uav": "UAV123_DIR",
     "nfs": "NFS_DIR",
     "vot": "VOT_DIR",
+    "folder": "FOLDER_DIR",
+    "synthetic": "SYNTHETIC_DIR",
 }
 
 

@@ -13,7 +13,10 @@ from typing import Any
 from ltr.dataset.base import SequenceDataset
 
 #: dataset name -> "module:factory"; each factory takes (root=None, split=None, **options).
-DATASETS: dict[str, str] = {}
+DATASETS: dict[str, str] = {
+    "folder": "ltr.dataset.folder:folder_dataset",
+    "synthetic": "ltr.dataset.synthetic:synthetic_dataset",
+}
 
 
 def get_dataset(name: str, root: Any = None, split: str | None = None, **options: Any) -> SequenceDataset:

@@ -1,0 +1,164 @@
+"""Tolerant readers for the small text files every benchmark ships: box rows, flag columns, frame folders.
+
+All parsers accept CRLF line endings, leading/trailing blanks and any mix of ``,`` / tab / space / ``;``
+separators. A malformed line raises :class:`DatasetError` naming ``file:line``; ``NaN`` values are kept
+(they mark unknown boxes, which become invalid frames downstream).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ltr.dataset.base import DatasetError
+
+_SEPARATORS = re.compile(r"[,\t; ]+")
+_DIGITS = re.compile(r"(\d+)")
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp")
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """The file's lines without line terminators; trailing blank lines dropped. Missing file -> error."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig", errors="strict")
+    except FileNotFoundError as err:
+        raise DatasetError(f"annotation file not found: {path}") from err
+    except UnicodeDecodeError as err:
+        raise DatasetError(f"{path}: not a UTF-8 text file ({err.reason})") from err
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def split_numbers(line: str) -> list[str]:
+    """Split one annotation line on any of ``, \\t ;`` and spaces."""
+    stripped = line.strip()
+    return _SEPARATORS.split(stripped) if stripped else []
+
+
+def parse_float(token: str, path: Path, lineno: int, line: str) -> float:
+    try:
+        return float(token)
+    except ValueError as err:
+        raise DatasetError(f"{path}:{lineno}: expected a number, got {token!r} in {line.strip()!r}") from err
+
+
+def read_rows(path: str | Path, ncols: int = 4) -> np.ndarray:
+    """Read one row of ``ncols`` numbers per line (boxes: xywh), as (N, ncols) float64.
+
+    ``nan``/``NaN`` tokens are kept. Blank lines inside the file are an error (they would shift frames).
+    """
+    path = Path(path)
+    rows: list[list[float]] = []
+    for lineno, line in enumerate(read_lines(path), start=1):
+        tokens = split_numbers(line)
+        if len(tokens) != ncols:
+            raise DatasetError(f"{path}:{lineno}: expected {ncols} numbers, got {line.strip()!r}")
+        rows.append([parse_float(t, path, lineno, line) for t in tokens])
+    return np.asarray(rows, dtype=np.float64).reshape(-1, ncols)
+
+
+def read_flags_per_line(path: str | Path) -> np.ndarray:
+    """One integer per line (GOT-10k ``absence.label``/``cover.label``, ``absent.label``) -> (N,) int."""
+    path = Path(path)
+    values = []
+    for lineno, line in enumerate(read_lines(path), start=1):
+        token = line.strip()
+        try:
+            value = float(token)
+        except ValueError as err:
+            raise DatasetError(f"{path}:{lineno}: expected one integer flag, got {token!r}") from err
+        if not math.isfinite(value) or value != int(value):
+            raise DatasetError(f"{path}:{lineno}: expected one integer flag, got {token!r}")
+        values.append(int(value))
+    return np.asarray(values, dtype=np.int64)
+
+
+def read_flags_one_line(path: str | Path) -> np.ndarray:
+    """All flags on the first line, comma separated (LaSOT ``full_occlusion.txt``) -> (N,) int.
+
+    Also accepts one flag per line, which some re-packaged copies use.
+    """
+    path = Path(path)
+    lines = [ln for ln in read_lines(path) if ln.strip()]
+    if len(lines) > 1:
+        return read_flags_per_line(path)
+    if not lines:
+        return np.zeros(0, dtype=np.int64)
+    values = []
+    for token in split_numbers(lines[0]):
+        if token not in {"0", "1"}:
+            raise DatasetError(f"{path}:1: expected comma-separated 0/1 flags, got {token!r}")
+        values.append(int(token))
+    return np.asarray(values, dtype=np.int64)
+
+
+def frame_number(path: Path) -> int | None:
+    """The last run of digits in a file stem (``00000012.jpg`` -> 12, ``frame_7.png`` -> 7), else None."""
+    digits = _DIGITS.findall(path.stem)
+    return int(digits[-1]) if digits else None
+
+
+def _renumber(path: Path, number: int) -> Path:
+    """``path`` with its last digit run replaced by ``number`` at the same zero-padded width."""
+    match = list(_DIGITS.finditer(path.stem))[-1]
+    digits = f"{number:0{len(match.group(1))}d}"
+    return path.with_name(path.stem[: match.start()] + digits + path.stem[match.end() :] + path.suffix)
+
+
+def list_frames(directory: str | Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS) -> list[Path]:
+    """Image files of ``directory`` in frame order: numerically by their number, else by name.
+
+    Numbered frames must be contiguous; a gap raises :class:`DatasetError` naming the first missing file.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise DatasetError(f"frame folder not found: {directory}")
+    files = [p for p in directory.iterdir() if p.suffix.lower() in extensions and p.is_file()]
+    numbers = [frame_number(p) for p in files]
+    if not files or any(n is None for n in numbers):
+        return sorted(files)
+    order = sorted(range(len(files)), key=lambda i: (numbers[i], files[i].name))
+    files = [files[i] for i in order]
+    numbers = [numbers[i] for i in order]
+    for i in range(1, len(files)):
+        prev, num = numbers[i - 1], numbers[i]
+        if num == prev:
+            raise DatasetError(
+                f"{directory}: two frames numbered {num} ({files[i - 1].name}, {files[i].name})"
+            )
+        if num != prev + 1:
+            missing = _renumber(files[i], prev + 1)
+            raise DatasetError(f"missing frame {missing} (frame numbers jump from {prev} to {num})")
+    return files
+
+
+def numbered_paths(directory: Path, first: int, count: int, digits: int, ext: str) -> list[Path]:
+    """``directory/{first:0{digits}d}.{ext}`` ... for ``count`` consecutive numbers (files not checked)."""
+    return [directory / f"{n:0{digits}d}.{ext}" for n in range(first, first + count)]
+
+
+def reconcile(
+    name: str, frames: list[Path], boxes: np.ndarray, anno_path: Path, problems: list[str]
+) -> tuple[list[Path], np.ndarray]:
+    """Cut frames and (N, 4) boxes to a common length when they disagree, recording a problem.
+
+    A single annotation row (first-frame-only files) is padded with NaN rows instead.
+    """
+    if len(boxes) == len(frames):
+        return frames, boxes
+    if len(boxes) == 1 and len(frames) > 1:
+        padded = np.full((len(frames), boxes.shape[1]), np.nan)
+        padded[0] = boxes[0]
+        return frames, padded
+    msg = f"{anno_path}: {len(boxes)} annotation rows but {len(frames)} frames in sequence {name!r}"
+    problems.append(msg)
+    warnings.warn(msg + "; using the shorter length", stacklevel=3)
+    n = min(len(frames), len(boxes))
+    return frames[:n], boxes[:n]

@@ -1,0 +1,1 @@
+"""Tests of the sequence readers (ltr.dataset)."""
