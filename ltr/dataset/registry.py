@@ -14,6 +14,13 @@ from ltr.dataset.base import SequenceDataset
 
 #: dataset name -> "module:factory"; each factory takes (root=None, split=None, **options).
 DATASETS: dict[str, str] = {
+    "lasot": "ltr.dataset.lasot:lasot_dataset",
+    "lasot_test": "ltr.dataset.lasot:lasot_test_dataset",
+    "got10k": "ltr.dataset.got10k:got10k_dataset",
+    "got10k_val": "ltr.dataset.got10k:got10k_val_dataset",
+    "got10k_test": "ltr.dataset.got10k:got10k_test_dataset",
+    "trackingnet": "ltr.dataset.trackingnet:trackingnet_dataset",
+    "trackingnet_test": "ltr.dataset.trackingnet:trackingnet_test_dataset",
     "folder": "ltr.dataset.folder:folder_dataset",
     "synthetic": "ltr.dataset.synthetic:synthetic_dataset",
 }

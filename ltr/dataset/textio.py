@@ -112,10 +112,13 @@ def _renumber(path: Path, number: int) -> Path:
     return path.with_name(path.stem[: match.start()] + digits + path.stem[match.end() :] + path.suffix)
 
 
-def list_frames(directory: str | Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS) -> list[Path]:
+def list_frames(
+    directory: str | Path, extensions: tuple[str, ...] = IMAGE_EXTENSIONS, first: int | None = None
+) -> list[Path]:
     """Image files of ``directory`` in frame order: numerically by their number, else by name.
 
-    Numbered frames must be contiguous; a gap raises :class:`DatasetError` naming the first missing file.
+    Numbered frames must be contiguous (and start at ``first`` when given); a gap raises
+    :class:`DatasetError` naming the first missing file.
     """
     directory = Path(directory)
     if not directory.is_dir():
@@ -127,6 +130,8 @@ def list_frames(directory: str | Path, extensions: tuple[str, ...] = IMAGE_EXTEN
     order = sorted(range(len(files)), key=lambda i: (numbers[i], files[i].name))
     files = [files[i] for i in order]
     numbers = [numbers[i] for i in order]
+    if first is not None and numbers[0] != first:
+        raise DatasetError(f"missing frame {_renumber(files[0], first)} (first frame found: {files[0].name})")
     for i in range(1, len(files)):
         prev, num = numbers[i - 1], numbers[i]
         if num == prev:
