@@ -1,0 +1,46 @@
+"""Classification feature head: 3x3 conv on backbone layer3, then instance L2 normalisation."""
+
+from __future__ import annotations
+
+import math
+
+from torch import Tensor, nn
+
+
+class InstanceL2Norm(nn.Module):
+    """Scale every feature map to a fixed L2 norm over (C, H, W).
+
+    ``y = scale * x * sqrt(C H W / (sum_{c,h,w} x^2 + eps))``, so ``||y||_2 = scale * sqrt(C H W)`` per sample
+    and the root-mean-square element is ``scale``. Input and output (N, C, H, W).
+    """
+
+    def __init__(self, *, scale: float = 1.0, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.scale = scale
+        self.eps = eps
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.dim() != 4:
+            raise ValueError(f"InstanceL2Norm: input must be (N, C, H, W), got shape {tuple(x.shape)}")
+        numel = x.shape[1] * x.shape[2] * x.shape[3]
+        sq = x.pow(2).sum(dim=(1, 2, 3), keepdim=True)
+        return x * (self.scale * (numel / (sq + self.eps)).sqrt())
+
+
+class ClassifierFeatureHead(nn.Module):
+    """Conv3x3 (in_channels -> out_channels, no bias) + :class:`InstanceL2Norm` with scale
+    ``sqrt(1 / (out_channels * filter_size^2))``.
+
+    With that scale a filter of size ``filter_size`` correlated with a feature patch of the same norm gives
+    scores of order one. ``forward((N, C_in, H, W)) -> (N, C_out, H, W)``.
+    """
+
+    def __init__(self, *, in_channels: int = 1024, out_channels: int = 512, filter_size: int = 4) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False)
+        self.norm = InstanceL2Norm(scale=math.sqrt(1.0 / (out_channels * filter_size * filter_size)))
+        nn.init.kaiming_normal_(self.conv.weight, mode="fan_out", nonlinearity="relu")
+        self.out_channels = out_channels
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.norm(self.conv(x))

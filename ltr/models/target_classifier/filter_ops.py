@@ -1,0 +1,86 @@
+"""Correlation of per-sequence filters with feature maps, and its transpose (the filter gradient).
+
+Shapes: features (S, B, C, H, W) for S images of each of B sequences; one filter (C, k, k) per sequence,
+stacked (B, C, k, k). Both operations are grouped 2-D convolutions over the sequence dimension, so each
+sequence only ever sees its own filter and there is no Python loop over sequences.
+
+Padding is ``k // 2`` on every side, so a score map is (H + 1 - k % 2, W + 1 - k % 2): for the even filter
+size 4 of DiMP the map is one cell larger than the feature map.
+
+Score-map geometry (DiMP's label convention, used by the optimizer's label/mask/weight maps and expected from
+the data pipeline's labels and by the tracker): score cell ``j`` stands for image pixel ``stride * j`` for an
+even filter size and ``stride * (j + 1/2)`` for an odd one. (The filter window of cell ``j`` covers feature
+samples ``j - k//2 .. j - k//2 + k - 1``; any half-cell offset between that window and the convention is
+absorbed by the learned layers, as in the reference.)
+"""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor
+
+
+def _check(features: Tensor, num_sequences: int, where: str) -> None:
+    if features.dim() != 5:
+        raise ValueError(f"{where}: features must be (S, B, C, H, W), got shape {tuple(features.shape)}")
+    if features.shape[1] != num_sequences:
+        raise ValueError(
+            f"{where}: features have B={features.shape[1]} sequences but {num_sequences} filters/maps given"
+        )
+
+
+def score_cell_to_pixel(filter_size: int, stride: int) -> tuple[float, float]:
+    """(scale, offset) with pixel = scale * cell + offset for the score-map convention above."""
+    return float(stride), 0.5 * stride * (filter_size % 2)
+
+
+def score_map_size(feature_size: tuple[int, int], filter_size: int) -> tuple[int, int]:
+    """(height, width) of the score map for a (H, W) feature map and a square filter of ``filter_size``."""
+    extra = 1 - filter_size % 2
+    return feature_size[0] + extra, feature_size[1] + extra
+
+
+def apply_filter(features: Tensor, filters: Tensor) -> Tensor:
+    """Scores ``s[i, b] = features[i, b] (*) filters[b]`` (cross-correlation, summed over channels).
+
+    Args:
+        features: (S, B, C, H, W).
+        filters: (B, C, k, k).
+
+    Returns:
+        (S, B, H', W') with (H', W') = :func:`score_map_size`.
+    """
+    num_seq, channels, k = filters.shape[0], filters.shape[1], filters.shape[-1]
+    _check(features, num_seq, "apply_filter")
+    if features.shape[2] != channels:
+        raise ValueError(f"apply_filter: features have C={features.shape[2]} channels, filters C={channels}")
+    s, b, c, h, w = features.shape
+    scores = F.conv2d(features.reshape(s, b * c, h, w), filters, padding=k // 2, groups=b)
+    return scores  # (S, B, H', W')
+
+
+def apply_filter_transpose(features: Tensor, maps: Tensor, filter_size: int) -> Tensor:
+    """The adjoint of :func:`apply_filter` w.r.t. the filter: ``sum_i features[i, b] (*) maps[i, b]``.
+
+    For ``maps = dL/dscores`` this is ``dL/dfilters``. Differentiable in both arguments.
+
+    Args:
+        features: (S, B, C, H, W).
+        maps: (S, B, H', W') with (H', W') = :func:`score_map_size` of (H, W) and ``filter_size``.
+        filter_size: k.
+
+    Returns:
+        (B, C, k, k).
+    """
+    s, b, c, h, w = features.shape
+    _check(features, maps.shape[1], "apply_filter_transpose")
+    if maps.shape[0] != s or tuple(maps.shape[-2:]) != score_map_size((h, w), filter_size):
+        raise ValueError(
+            f"apply_filter_transpose: maps must be ({s}, {b}, *{score_map_size((h, w), filter_size)}), "
+            f"got {tuple(maps.shape)}"
+        )
+    # channels play the role of the batch, (sequence, image) pairs the role of grouped input channels
+    inputs = features.permute(2, 1, 0, 3, 4).reshape(c, b * s, h, w)
+    kernels = maps.transpose(0, 1)  # (B, S, H', W'): one group of S input channels per sequence
+    grads = F.conv2d(inputs, kernels, padding=filter_size // 2, groups=b)  # (C, B, k, k)
+    return grads.transpose(0, 1)
