@@ -21,6 +21,11 @@ DATASETS: dict[str, str] = {
     "got10k_test": "ltr.dataset.got10k:got10k_test_dataset",
     "trackingnet": "ltr.dataset.trackingnet:trackingnet_dataset",
     "trackingnet_test": "ltr.dataset.trackingnet:trackingnet_test_dataset",
+    "coco": "ltr.dataset.coco:coco_dataset",
+    "otb": "ltr.dataset.otb:otb_dataset",
+    "uav": "ltr.dataset.uav:uav_dataset",
+    "nfs": "ltr.dataset.nfs:nfs_dataset",
+    "vot": "ltr.dataset.vot:vot_dataset",
     "folder": "ltr.dataset.folder:folder_dataset",
     "synthetic": "ltr.dataset.synthetic:synthetic_dataset",
 }
