@@ -1,0 +1,158 @@
+"""``python eval/run_eval.py --dataset NAME --trackers T/P [T/P ...]``: tables, plots and a JSON report.
+
+Ground truth comes from ``ltr.dataset.registry.get_dataset``; results from
+``{results}/{tracker}/{param}[_{runid:03d}]/{seq}.txt`` (default ``$LTR_WORKSPACE/results``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence as Seq
+from pathlib import Path
+
+from eval.evaluation import GroundTruth, TrackerEvaluation, evaluate_tracker, make_inputs
+from eval.frame_errors import ResultError
+from eval.protocols import DATASET_PROTOCOLS, PROTOCOLS, Protocol, get_protocol, protocol_for_dataset
+from eval.reporting import (
+    attribute_table,
+    format_table,
+    report_dict,
+    results_table,
+    sequence_table,
+    write_json,
+)
+from eval.result_files import TrackerResults, load_tracker_results
+from ltr.admin.io import atomic_write_text
+from ltr.admin.paths import workspace_dir
+from ltr.dataset.base import DatasetError
+
+DATASET_CHOICES = sorted(
+    set(DATASET_PROTOCOLS) | {"otb", "lasot", "uav", "nfs", "got10k_val", "synthetic", "folder"}
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python eval/run_eval.py", description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--dataset", required=True, choices=DATASET_CHOICES, help="dataset name in ltr.dataset.registry"
+    )
+    p.add_argument("--trackers", required=True, nargs="+", metavar="TRACKER/PARAM", help="e.g. dimp/nce_plus")
+    p.add_argument("--root", default=None, help="dataset root (default: the dataset's environment variable)")
+    p.add_argument("--results", default=None, help="results root (default: $LTR_WORKSPACE/results)")
+    p.add_argument(
+        "--out", default=None, help="output folder for tables and plots (default: workspace/eval/DATASET)"
+    )
+    p.add_argument("--json", default=None, help="JSON report path (default: OUT/results.json)")
+    p.add_argument(
+        "--format", default="markdown", choices=["markdown", "csv", "latex"], help="printed table format"
+    )
+    p.add_argument(
+        "--protocol", default=None, choices=sorted(PROTOCOLS), help="override the dataset's default"
+    )
+    p.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="skip sequences some tracker has no result for (and report them) instead of failing",
+    )
+    p.add_argument("--no-plots", dest="plots", action="store_false", help="do not write plots")
+    return p
+
+
+def common_sequences(
+    ground_truth: Seq[GroundTruth], loaded: Seq[TrackerResults]
+) -> tuple[list[GroundTruth], list[str]]:
+    """Sequences every run of every tracker has -> (kept ground truth, skipped sequence names)."""
+    have = [set(run) for res in loaded for run in res.runs]
+    kept = [g for g in ground_truth if all(g.name in h for h in have)]
+    skipped = [g.name for g in ground_truth if not all(g.name in h for h in have)]
+    return kept, skipped
+
+
+def evaluate(
+    ground_truth: Seq[GroundTruth], loaded: Seq[TrackerResults], protocol: Protocol
+) -> list[TrackerEvaluation]:
+    """Evaluate every loaded tracker on the given ground truth (sequences all runs must have)."""
+    flags = {g.name: g.flags for g in ground_truth if g.flags}
+    out = []
+    for res in loaded:
+        runs = [make_inputs(ground_truth, boxes, paths) for boxes, paths in zip(res.runs, res.paths)]
+        out.append(evaluate_tracker(res.key, runs, protocol, flags or None))
+    return out
+
+
+def write_outputs(
+    evaluations: Seq[TrackerEvaluation],
+    protocol: Protocol,
+    out_dir: Path,
+    json_path: Path,
+    *,
+    dataset: str,
+    plots: bool = True,
+    skipped: Seq[str] = (),
+) -> list[Path]:
+    """Write tables (md/csv/tex), per-sequence / per-attribute CSVs, plots and the JSON; returns paths."""
+    written = []
+    table = results_table(evaluations, protocol)
+    for fmt, ext in (("markdown", "md"), ("csv", "csv"), ("latex", "tex")):
+        written.append(atomic_write_text(out_dir / f"summary.{ext}", format_table(table, fmt) + "\n"))
+    for metric in ("auc", "precision", "norm_precision"):
+        seq_df = sequence_table(evaluations, metric)
+        written.append(atomic_write_text(out_dir / f"per_sequence_{metric}.csv", format_table(seq_df, "csv")))
+    if any(e.attributes for e in evaluations):
+        for metric in ("auc", "precision", "norm_precision"):
+            attr_df = attribute_table(evaluations, metric)
+            written.append(
+                atomic_write_text(out_dir / f"per_attribute_{metric}.csv", format_table(attr_df, "csv"))
+            )
+    if plots:
+        from eval.plotting import plot_curves
+
+        written.extend(plot_curves(evaluations, protocol, out_dir, title=dataset))
+    meta = {"dataset": dataset, "skipped_sequences": list(skipped)}
+    written.append(write_json(json_path, report_dict(evaluations, protocol, **meta)))
+    return written
+
+
+def main(argv: Seq[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        protocol = get_protocol(args.protocol) if args.protocol else protocol_for_dataset(args.dataset)
+        from eval.ground_truth import load_ground_truth
+
+        ground_truth = load_ground_truth(args.dataset, args.root, need_image_size=protocol.clip_to_image)
+        results_dir = Path(args.results) if args.results else workspace_dir() / "results"
+        names = [g.name for g in ground_truth]
+        loaded = [
+            load_tracker_results(results_dir, key, names, allow_missing=args.allow_missing)
+            for key in args.trackers
+        ]
+        kept, skipped = common_sequences(ground_truth, loaded)
+        if skipped:
+            for res in loaded:
+                for folder, missing in res.missing.items():
+                    print(
+                        f"warning: {folder}: no result for {len(missing)} sequence(s): {', '.join(missing)}",
+                        file=sys.stderr,
+                    )
+            print(
+                f"warning: evaluating on {len(kept)} of {len(ground_truth)} sequences "
+                f"(skipped: {', '.join(skipped)})",
+                file=sys.stderr,
+            )
+        if not kept:
+            raise ResultError("no sequence has results from every tracker run; nothing to evaluate")
+        evaluations = evaluate(kept, loaded, protocol)
+        out_dir = Path(args.out) if args.out else workspace_dir() / "eval" / args.dataset
+        json_path = Path(args.json) if args.json else out_dir / "results.json"
+        write_outputs(
+            evaluations, protocol, out_dir, json_path, dataset=args.dataset, plots=args.plots, skipped=skipped
+        )
+    except (ResultError, DatasetError, KeyError, ValueError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        parser.exit(2, f"error: {message}\n")
+    print(f"{args.dataset}: {len(kept)} sequences, protocol {protocol.name}")
+    print(format_table(results_table(evaluations, protocol), args.format))
+    print(f"\nwrote tables, plots and {json_path} to {out_dir}")
+    return 0
