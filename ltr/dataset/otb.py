@@ -91,6 +91,12 @@ class OTBDataset(SequenceDataset):
             if len(boxes) > count:
                 problems.append(f"{gt_path}: {len(boxes)} rows for frames {first}-{last}; extra rows ignored")
                 boxes = boxes[:count]
+        elif (self.root / folder / "img").is_dir():
+            num_images = sum(1 for p in (self.root / folder / "img").iterdir() if p.suffix.lower() == ".jpg")
+            if num_images != count:
+                problems.append(
+                    f"{gt_path}: {count} rows but {num_images} images in {self.root / folder / 'img'}"
+                )
         omit = self.init_omit.get(folder, 0)
         frames = numbered_paths(
             self.root / folder / "img", first + omit, count - omit, OTB_DIGITS.get(folder, 4), "jpg"

@@ -8,6 +8,7 @@ separators. A malformed line raises :class:`DatasetError` naming ``file:line``; 
 from __future__ import annotations
 
 import math
+import os
 import re
 import warnings
 from pathlib import Path
@@ -38,7 +39,7 @@ def read_lines(path: str | Path) -> list[str]:
 
 def split_numbers(line: str) -> list[str]:
     """Split one annotation line on any of ``, \\t ;`` and spaces."""
-    stripped = line.strip()
+    stripped = line.strip(" \t\r\n,;")  # also tolerate a trailing separator ("1,2,3,4,")
     return _SEPARATORS.split(stripped) if stripped else []
 
 
@@ -123,7 +124,8 @@ def list_frames(
     directory = Path(directory)
     if not directory.is_dir():
         raise DatasetError(f"frame folder not found: {directory}")
-    files = [p for p in directory.iterdir() if p.suffix.lower() in extensions and p.is_file()]
+    with os.scandir(directory) as entries:  # d_type from the listing: no stat per frame
+        files = [Path(e.path) for e in entries if e.name.lower().endswith(extensions) and e.is_file()]
     numbers = [frame_number(p) for p in files]
     if not files or any(n is None for n in numbers):
         return sorted(files)

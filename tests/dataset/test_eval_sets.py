@@ -228,3 +228,10 @@ def test_coco_instances_as_one_frame_sequences(tmp_path):
     assert ds.mask("4").shape == (10, 20) and ds.mask("4").sum() > 0
     with pytest.raises(DatasetError, match="instances_val2017.json"):
         CocoDataset(tmp_path, "val")
+
+
+def test_otb_image_count_mismatch_is_a_problem(tmp_path):
+    make_otb_sequence(tmp_path, "Dog", {"groundtruth_rect.txt": "1,2,3,4\n1,2,3,4\n"}, [1, 2, 3])
+    seq = OTBDataset(tmp_path).get_sequence("Dog")
+    assert len(seq) == 2
+    assert "2 rows but 3 images" in seq.attributes["problems"][0]

@@ -70,3 +70,22 @@ def test_folder_factory_names_the_variable(monkeypatch, tmp_path):
     monkeypatch.setenv("FOLDER_DIR", str(tmp_path / "d"))
     assert folder_dataset().sequence_names() == ["s"]
     assert not math.isnan(folder_dataset(root=tmp_path / "d").get_sequence("s").boxes[0, 0])
+
+
+def test_iteration_skips_empty_sequences_with_a_warning(tmp_path):
+    make_folder_sequence(tmp_path, "full", [[1, 1, 2, 2]] * 2)
+    empty = tmp_path / "empty"
+    (empty / "img").mkdir(parents=True)
+    write_text(empty / "groundtruth_rect.txt", "")
+    ds = FolderDataset(tmp_path)
+    with pytest.warns(UserWarning, match="skipping empty sequence 'empty'"):
+        names = [seq.name for seq in ds]
+    assert names == ["full"]
+
+
+def test_trailing_separators_and_leading_blanks_are_tolerated(tmp_path):
+    seq_dir = make_folder_sequence(tmp_path, "s", [[1, 2, 3, 4]] * 2)
+    write_text(seq_dir / "groundtruth_rect.txt", "  1,2,3,4,\n\t5 , 6 , 7 , 8\n", newline="\r\n")
+    np.testing.assert_array_equal(
+        FolderDataset(tmp_path).get_sequence("s").boxes, [[1, 2, 3, 4], [5, 6, 7, 8]]
+    )
