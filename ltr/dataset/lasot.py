@@ -164,6 +164,7 @@ class LasotDataset(SequenceDataset):
         boxes = read_rows(gt_path, 4)
         frames = list_frames(seq_dir / "img", first=1)
         problems: list[str] = []
+        lengths_on_disk = (len(frames), len(boxes))
         frames, boxes = reconcile(name, frames, boxes, gt_path, problems)
         n = len(frames)
         flags = {}
@@ -171,7 +172,7 @@ class LasotDataset(SequenceDataset):
             values = read_flags_one_line(seq_dir / fname)
             if len(values) < n:
                 raise DatasetError(f"{seq_dir / fname}: {len(values)} flags but {n} frames")
-            if len(values) > n:
+            if len(values) > n and len(values) not in lengths_on_disk:
                 problems.append(f"{seq_dir / fname}: {len(values)} flags but {n} frames")
             flags[key] = values[:n].astype(bool)
         nlp_path = seq_dir / "nlp.txt"
