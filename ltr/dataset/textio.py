@@ -7,6 +7,7 @@ separators. A malformed line raises :class:`DatasetError` naming ``file:line``; 
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
@@ -18,6 +19,7 @@ import numpy as np
 from ltr.dataset.base import DatasetError
 
 _SEPARATORS = re.compile(r"[,\t; ]+")
+_TO_SPACE = str.maketrans(",;\t\r", "    ")
 _DIGITS = re.compile(r"(\d+)")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp")
 
@@ -50,14 +52,35 @@ def parse_float(token: str, path: Path, lineno: int, line: str) -> float:
         raise DatasetError(f"{path}:{lineno}: expected a number, got {token!r} in {line.strip()!r}") from err
 
 
+def _fast_rows(lines: list[str], ncols: int) -> np.ndarray | None:
+    """Vectorised parse of well-formed files (numpy's reader); None when anything looks off.
+
+    Blank lines, empty fields and ragged rows all change the parsed shape and fall back to the slow path.
+    """
+    if not lines:
+        return None
+    text = "\n".join(lines).translate(_TO_SPACE)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy warns about empty input
+            data = np.loadtxt(io.StringIO(text), ndmin=2, comments=None, dtype=np.float64)
+    except ValueError:
+        return None
+    return data if data.shape == (len(lines), ncols) else None
+
+
 def read_rows(path: str | Path, ncols: int = 4) -> np.ndarray:
     """Read one row of ``ncols`` numbers per line (boxes: xywh), as (N, ncols) float64.
 
     ``nan``/``NaN`` tokens are kept. Blank lines inside the file are an error (they would shift frames).
     """
     path = Path(path)
-    rows: list[list[float]] = []
-    for lineno, line in enumerate(read_lines(path), start=1):
+    lines = read_lines(path)
+    fast = _fast_rows(lines, ncols)
+    if fast is not None:
+        return fast
+    rows: list[list[float]] = []  # slow path: finds the offending line for the error message
+    for lineno, line in enumerate(lines, start=1):
         tokens = split_numbers(line)
         if len(tokens) != ncols:
             raise DatasetError(f"{path}:{lineno}: expected {ncols} numbers, got {line.strip()!r}")
