@@ -1,0 +1,155 @@
+"""Rendering one frame of a simulated synthetic sequence (see :mod:`ltr.dataset.synthetic_scene`).
+
+Layers, back to front: panning textured background, look-alike distractors, the target, occluders; then
+a global illumination change (per-channel gain and a light gradient) and sensor noise. Moving objects get
+motion blur along their velocity. Rendering frame ``t`` depends only on the scene and its assets, never
+on previously rendered frames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from ltr.dataset.synthetic_scene import ObjectTrack, Scene, scene_rng
+from ltr.dataset.synthetic_texture import (
+    coverage,
+    local_coords,
+    object_roi,
+    render_background,
+    render_texture,
+    sample_texture,
+)
+
+_NOISE_PAD = 32
+
+
+@dataclass
+class Assets:
+    """Per-sequence pixel assets, built once from the scene's asset random stream.
+
+    ``background``: (H + 2m, W + 2m, 3) float32 canvas with pan margin ``margin``; textures: (S, S, 3)
+    float32; ``noise``: (H + 32, W + 32, 3) float32 already in 0..255 units; ``ramp_x``/``ramp_y``:
+    (H, W) float32 in [-1, 1] for the light gradient.
+    """
+
+    margin: int
+    background: np.ndarray
+    target: np.ndarray
+    distractors: list[np.ndarray]
+    occluders: list[np.ndarray]
+    noise: np.ndarray
+    ramp_x: np.ndarray
+    ramp_y: np.ndarray
+
+
+def build_assets(scene: Scene) -> Assets:
+    """Draw the background, textures and noise field of ``scene`` (deterministic in seed and index)."""
+    cfg = scene.config
+    rng = scene_rng(scene.seed, scene.index, 1)
+    margin = int(np.ceil(cfg.camera_pan * cfg.unit)) + 2
+    h, w = cfg.height + 2 * margin, cfg.width + 2 * margin
+    clutter = int(round(cfg.clutter * cfg.width * cfg.height / (320 * 240)))
+    background = render_background(rng, h, w, clutter)
+    size = cfg.texture_size
+    target = render_texture(rng, scene.target.recipe, size)
+    distractors = [render_texture(rng, d.recipe, size) for d in scene.distractors]
+    occluders = [render_texture(rng, o.recipe, size) for o in scene.occluders]
+    noise = rng.standard_normal((cfg.height + _NOISE_PAD, cfg.width + _NOISE_PAD, 3), dtype=np.float32)
+    noise *= np.float32(cfg.noise * 255.0)
+    ramp_x = np.tile(np.linspace(-1, 1, cfg.width, dtype=np.float32)[None, :], (cfg.height, 1))
+    ramp_y = np.tile(np.linspace(-1, 1, cfg.height, dtype=np.float32)[:, None], (1, cfg.width))
+    return Assets(margin, background, target, distractors, occluders, noise, ramp_x, ramp_y)
+
+
+def _line_kernel(length: float, angle: float) -> np.ndarray:
+    """Normalised motion-blur kernel: a line of ``length`` pixels at ``angle`` (radians)."""
+    k = int(np.ceil(length)) | 1
+    kernel = np.zeros((k, k), np.float32)
+    c = (k - 1) / 2.0
+    dx, dy = np.cos(angle) * (length - 1) / 2.0, np.sin(angle) * (length - 1) / 2.0
+    p0 = (int(round((c - dx) * 16)), int(round((c - dy) * 16)))
+    p1 = (int(round((c + dx) * 16)), int(round((c + dy) * 16)))
+    cv2.line(kernel, p0, p1, 1.0, thickness=1, lineType=cv2.LINE_AA, shift=4)
+    total = kernel.sum()
+    if total <= 0:
+        kernel[int(c), int(c)] = 1.0
+        total = 1.0
+    return kernel / total
+
+
+def _composite(
+    frame: np.ndarray, obj: ObjectTrack, texture: np.ndarray, t: int, alpha_out: np.ndarray | None
+) -> None:
+    """Draw ``obj`` at frame ``t`` into ``frame`` (H, W, 3) float32 in place.
+
+    ``alpha_out`` (H, W) float32, when given, receives ``max(alpha_out, coverage)`` of the unblurred shape.
+    """
+    height, width = frame.shape[:2]
+    state = tuple(float(s) for s in obj.states[t])
+    blur = float(obj.blur[t])
+    pad = 2 + int(np.ceil(blur))
+    roi = object_roi(state, obj.shape.outline, height, width, pad=pad)
+    if roi is None:
+        return
+    x0, y0, x1, y1 = roi
+    u, v = local_coords(roi, state)
+    alpha = coverage(obj.shape, u, v, min(state[2], state[3]))
+    if alpha_out is not None:
+        np.maximum(alpha_out[y0:y1, x0:x1], alpha, out=alpha_out[y0:y1, x0:x1])
+    if not alpha.any():
+        return
+    rgb = sample_texture(texture, u, v) * alpha[..., None]
+    if blur >= 1.5:
+        kernel = _line_kernel(blur, float(obj.blur_angle[t]))
+        rgb = cv2.filter2D(rgb, -1, kernel, borderType=cv2.BORDER_CONSTANT)
+        alpha = cv2.filter2D(alpha, -1, kernel, borderType=cv2.BORDER_CONSTANT)
+    region = frame[y0:y1, x0:x1]
+    region *= (1.0 - alpha)[..., None]
+    region += rgb
+
+
+def render_frame(
+    scene: Scene, assets: Assets, t: int, *, hide_target: bool = False, layers: bool = False
+) -> np.ndarray | tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Frame ``t`` (0-based) as (H, W, 3) RGB uint8.
+
+    With ``layers=True`` also returns ``{"target_alpha", "occluder_alpha"}``, (H, W) float32 coverage of the
+    unblurred target and of the union of occluders (a pixel is inside where coverage >= 0.5).
+    ``hide_target`` leaves the target out (for tests and visualisation).
+    """
+    cfg = scene.config
+    if not 0 <= t < scene.num_frames:
+        raise IndexError(f"frame {t} out of range for synthetic sequence {scene.index} ({scene.num_frames})")
+    h, w, m = cfg.height, cfg.width, assets.margin
+    px, py = scene.pan[t]
+    centre = (float(m + px + (w - 1) / 2.0), float(m + py + (h - 1) / 2.0))
+    frame = cv2.getRectSubPix(assets.background, (w, h), centre)
+    target_alpha = np.zeros((h, w), np.float32) if layers else None
+    occluder_alpha = np.zeros((h, w), np.float32) if layers else None
+    for obj, tex in zip(scene.distractors, assets.distractors):
+        _composite(frame, obj, tex, t, None)
+    if not hide_target:
+        _composite(frame, scene.target, assets.target, t, target_alpha)
+    elif layers:
+        # Coverage is still reported so tests can compare the two renders pixel by pixel.
+        _composite(np.zeros_like(frame), scene.target, assets.target, t, target_alpha)
+    for obj, tex in zip(scene.occluders, assets.occluders):
+        _composite(frame, obj, tex, t, occluder_alpha)
+    # Illumination: per-channel gain times a linear light gradient, folded with the 0..255 scaling.
+    lx, ly = scene.light[t]
+    light = assets.ramp_x * np.float32(lx)
+    light += assets.ramp_y * np.float32(ly)
+    light += np.float32(1.0)
+    gain = scene.gain[t] * 255.0
+    frame = cv2.multiply(frame, cv2.merge([light * np.float32(g) for g in gain]))
+    ox, oy = scene.noise_offset[t]
+    frame += assets.noise[oy : oy + h, ox : ox + w]
+    np.clip(frame, 0.0, 255.0, out=frame)
+    frame += np.float32(0.5)
+    image = frame.astype(np.uint8)
+    if layers:
+        return image, {"target_alpha": target_alpha, "occluder_alpha": occluder_alpha}
+    return image

@@ -1,0 +1,458 @@
+"""Seeded simulation of one synthetic tracking video: trajectories, sizes, occlusion, ground truth.
+
+Simulation is cheap (no pixels): it fixes every random choice of a sequence, including per-frame values
+the renderer needs (camera pan, illumination, blur, noise offsets), so frame ``t`` can be rendered on its
+own, in any order, and always comes out identical (see :mod:`ltr.dataset.synthetic_render`).
+
+**Ground-truth convention.** Boxes are **xywh** in continuous 0-based pixel coordinates (pixel ``(i, j)``
+covers ``[i, i+1) x [j, j+1)``; the image spans ``[0, W] x [0, H]``), float, rounded to 0.01 px. A box is the
+tight axis-aligned bound of the target's *whole* outline (amodal): it is not shrunk by occluders and not
+clipped to the image, so a target half outside the image has a box that extends past the border.
+Per-frame flags (all from the rasterised outline, before motion blur):
+
+- ``out_of_view``: no pixel centre of the image lies inside the target outline;
+- ``full_occlusion``: some do, but every one of them is covered by an occluder;
+- ``visible = ~out_of_view & ~full_occlusion``; boxes stay the true geometric box on invisible frames;
+- ``occlusion``: at least one in-image target pixel is covered by an occluder (partial or full).
+
+A pixel counts as inside an outline when its anti-aliased coverage is at least 0.5, which is exactly the
+rule the renderer's ``layers`` use, so the flags agree with what is drawn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+from scipy.interpolate import CubicSpline
+
+from ltr.dataset.synthetic_texture import (
+    SHAPE_KINDS,
+    TEXTURE_KINDS,
+    Shape,
+    coverage,
+    local_coords,
+    object_roi,
+    random_shape,
+    similar_palette,
+    texture_recipe,
+    transform_outline,
+)
+
+#: Version of the generator; bump when a change alters pixels or boxes for a given seed.
+GENERATOR_VERSION = 1
+
+_HUE_NAMES = ("red", "orange", "yellow", "green", "cyan", "blue", "purple", "magenta")
+
+
+@dataclass(frozen=True)
+class SyntheticConfig:
+    """Difficulty knobs of the generator. Lengths given as a fraction are relative to ``sqrt(W * H)``.
+
+    Ranges are ``(low, high)`` and sampled uniformly per sequence (object counts: integers, inclusive).
+    """
+
+    width: int = 320
+    height: int = 240
+    num_frames: int = 100
+    #: sqrt(w * h) of the target's unrotated box, as a fraction of sqrt(W * H).
+    target_size: tuple[float, float] = (0.09, 0.24)
+    #: width / height of the target's unrotated box.
+    aspect: tuple[float, float] = (0.5, 2.0)
+    #: mean speed of a trajectory segment (fraction per frame); segments differ, so speed changes.
+    speed: tuple[float, float] = (0.002, 0.014)
+    #: hard cap on the per-frame centre displacement (fraction per frame).
+    max_speed: float = 0.03
+    #: the log of the target scale wanders within +-scale_change around its sequence mean.
+    scale_change: float = 0.3
+    #: the log of the aspect ratio wanders within +-aspect_change around its sequence mean.
+    aspect_change: float = 0.15
+    #: in-plane rotation wanders within +-rotation degrees around a random base angle.
+    rotation: float = 30.0
+    #: number of look-alike distractors (same shape kind and texture family, similar colours).
+    distractors: tuple[int, int] = (0, 3)
+    #: occluder slots; each is used with probability ``occlusion_prob``.
+    max_occluders: int = 2
+    occlusion_prob: float = 0.5
+    #: probability that an occlusion event is built to cover the target completely.
+    full_occlusion_prob: float = 0.5
+    #: probability that the target leaves the image once and comes back.
+    out_of_view_prob: float = 0.25
+    #: motion blur length = motion_blur * exposure * speed (pixels); exposure ~ U(0.3, 1) per sequence.
+    motion_blur: float = 1.0
+    #: amplitude of global brightness / colour / light-gradient changes.
+    illumination: float = 0.3
+    #: std of additive sensor noise (image values in [0, 1]).
+    noise: float = 0.02
+    #: number of static clutter shapes on the background at 320x240 (scaled with the image area).
+    clutter: int = 25
+    #: amplitude of the background's camera pan (fraction).
+    camera_pan: float = 0.06
+    #: side of the square texture of each object, pixels.
+    texture_size: int = 96
+
+    def __post_init__(self) -> None:
+        if self.width < 16 or self.height < 16:
+            raise ValueError(f"SyntheticConfig: width/height must be >= 16, got {self.width}x{self.height}")
+        if self.num_frames < 1:
+            raise ValueError(f"SyntheticConfig: num_frames must be >= 1, got {self.num_frames}")
+        for name in ("target_size", "aspect", "speed", "distractors"):
+            lo, hi = getattr(self, name)
+            if lo > hi or lo < 0:
+                raise ValueError(f"SyntheticConfig.{name}: need 0 <= low <= high, got {(lo, hi)}")
+        for name in ("occlusion_prob", "full_occlusion_prob", "out_of_view_prob"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"SyntheticConfig.{name} must be in [0, 1], got {getattr(self, name)}")
+
+    @property
+    def unit(self) -> float:
+        """Pixels per unit of the relative lengths: sqrt(W * H)."""
+        return float(np.sqrt(self.width * self.height))
+
+    def replace(self, **changes: Any) -> SyntheticConfig:
+        """A copy with ``changes``; unknown names raise ``TypeError`` naming them."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(f"unknown SyntheticConfig option(s) {unknown}; known: {sorted(known)}")
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        for key, value in changes.items():
+            values[key] = tuple(value) if isinstance(value, list) else value
+        return SyntheticConfig(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)
+        }
+
+
+@dataclass
+class ObjectTrack:
+    """One moving object. ``states`` is (N, 5): ``cx, cy, half_w, half_h, angle`` (pixels, radians)."""
+
+    shape: Shape
+    recipe: dict
+    states: np.ndarray
+    blur: np.ndarray  # (N,) motion-blur length in pixels
+    blur_angle: np.ndarray  # (N,) direction of motion, radians
+
+
+@dataclass
+class Scene:
+    """Everything random about one sequence, plus its ground truth (see the module docstring)."""
+
+    config: SyntheticConfig
+    seed: int
+    index: int
+    class_name: str
+    description: str
+    target: ObjectTrack
+    distractors: list[ObjectTrack]
+    occluders: list[ObjectTrack]
+    pan: np.ndarray  # (N, 2) background offset, pixels
+    gain: np.ndarray  # (N, 3) per-channel brightness factor
+    light: np.ndarray  # (N, 2) light-gradient strength along x and y
+    noise_offset: np.ndarray  # (N, 2) int offsets into the noise field
+    boxes: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))  # (N, 4) xywh
+    out_of_view: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    full_occlusion: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    occlusion: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    visible_ratio: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @property
+    def num_frames(self) -> int:
+        return len(self.boxes)
+
+    @property
+    def visible(self) -> np.ndarray:
+        """(N,) bool: the target can be seen (not out of view, not fully occluded)."""
+        return ~(self.out_of_view | self.full_occlusion)
+
+
+def _rng(seed: int, index: int, stream: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, index, stream])))
+
+
+def scene_rng(seed: int, index: int, stream: int) -> np.random.Generator:
+    """The generator of random stream ``stream`` (0: simulation, 1: assets) of sequence ``index``."""
+    return _rng(seed, index, stream)
+
+
+def scene_kinds(seed: int, index: int) -> tuple[str, str]:
+    """(shape kind, texture kind) of sequence ``index``, from their own random stream (no simulation)."""
+    rng = _rng(seed, index, 2)
+    return SHAPE_KINDS[int(rng.integers(len(SHAPE_KINDS)))], TEXTURE_KINDS[
+        int(rng.integers(len(TEXTURE_KINDS)))
+    ]
+
+
+def class_name(seed: int, index: int) -> str:
+    """The class of sequence ``index``: texture kind + shape kind, lowercase (e.g. ``stripesblob``)."""
+    shape_kind, texture_kind = scene_kinds(seed, index)
+    return f"{texture_kind}{shape_kind}"
+
+
+def sequence_names(seed: int, num_sequences: int) -> list[tuple[str, str]]:
+    """``(class, name)`` of sequences ``0..num_sequences-1``; names are LaSOT-style ``<class>-<k>``, k from 1.
+
+    Sequence i's name depends only on sequences 0..i, so a longer set extends a shorter one.
+    """
+    counts: dict[str, int] = {}
+    out = []
+    for i in range(num_sequences):
+        cls = class_name(seed, i)
+        counts[cls] = counts.get(cls, 0) + 1
+        out.append((cls, f"{cls}-{counts[cls]}"))
+    return out
+
+
+def smooth_signal(rng: np.random.Generator, n: int, min_period: float = 25.0, max_period: float = 150.0):
+    """(n,) smooth random signal in [-1, 1]: a normalised sum of three sinusoids of random period/phase."""
+    t = np.arange(n, dtype=np.float64)
+    periods = rng.uniform(min_period, max_period, 3)
+    phases = rng.uniform(0, 2 * np.pi, 3)
+    weights = rng.uniform(0.5, 1.0, 3)
+    s = (weights[:, None] * np.sin(2 * np.pi * t[None, :] / periods[:, None] + phases[:, None])).sum(0)
+    return np.clip(s / weights.sum() * 1.6, -1.0, 1.0)
+
+
+def _trajectory(
+    rng: np.random.Generator,
+    cfg: SyntheticConfig,
+    n: int,
+    radius: float,
+    exit_out: float | None,
+) -> np.ndarray:
+    """(n, 2) smooth centre path through random waypoints.
+
+    Waypoints lie in the image (centres at least ``0.6 * radius`` from the border); segment speeds differ.
+    With ``exit_out`` one waypoint lies that far outside a random border (out of view), the next inside.
+    """
+    w, h, unit = cfg.width, cfg.height, cfg.unit
+    mx, my = min(0.6 * radius, w / 2 - 1), min(0.6 * radius, h / 2 - 1)
+
+    def inside() -> np.ndarray:
+        return np.array([rng.uniform(mx, w - mx), rng.uniform(my, h - my)])
+
+    points = [inside()]
+    times = [0.0]
+    exit_time = rng.uniform(0.15, 0.6) * n if exit_out is not None else None
+    while times[-1] < n + 1:
+        if exit_time is not None and times[-1] >= exit_time:
+            side = int(rng.integers(4))
+            p = inside()
+            p[side % 2] = -exit_out if side < 2 else (w if side % 2 == 0 else h) + exit_out
+            exit_time = None
+        else:
+            p = inside()
+        speed = rng.uniform(*cfg.speed) * unit
+        dt = max(np.linalg.norm(p - points[-1]) / max(speed, 1e-6), 8.0)
+        points.append(p)
+        times.append(times[-1] + dt)
+    spline = CubicSpline(np.asarray(times), np.asarray(points), bc_type="natural")
+    t = np.arange(n, dtype=np.float64)
+    path = spline(t)
+    if n > 1:
+        fastest = np.linalg.norm(np.diff(path, axis=0), axis=1).max()
+        cap = cfg.max_speed * unit
+        if fastest > cap:  # slow the whole clip down: velocities scale linearly with the time factor
+            path = spline(t * cap / fastest)
+    return path
+
+
+def _object_states(
+    rng: np.random.Generator, cfg: SyntheticConfig, n: int, size: float, aspect: float, path: np.ndarray
+) -> np.ndarray:
+    """(n, 5) states ``cx, cy, half_w, half_h, angle`` with smooth scale, aspect and rotation changes."""
+    scale = np.exp(cfg.scale_change * smooth_signal(rng, n))
+    asp = aspect * np.exp(cfg.aspect_change * smooth_signal(rng, n))
+    angle = np.deg2rad(cfg.rotation) * smooth_signal(rng, n) + rng.uniform(-0.3, 0.3)
+    half_w = 0.5 * size * scale * np.sqrt(asp)
+    half_h = 0.5 * size * scale / np.sqrt(asp)
+    return np.stack([path[:, 0], path[:, 1], half_w, half_h, angle], axis=1)
+
+
+def _blur(path: np.ndarray, exposure: float, cfg: SyntheticConfig) -> tuple[np.ndarray, np.ndarray]:
+    vel = np.gradient(path, axis=0) if len(path) > 1 else np.zeros_like(path)
+    length = np.minimum(cfg.motion_blur * exposure * np.linalg.norm(vel, axis=1), 0.05 * cfg.unit)
+    return length, np.arctan2(vel[:, 1], vel[:, 0])
+
+
+def circumradius(shape: Shape, state: np.ndarray) -> float:
+    """Largest distance (pixels) from the object centre to its outline for ``state`` (5,)."""
+    pts = transform_outline(shape.outline, tuple(state))
+    return float(np.linalg.norm(pts - state[:2], axis=1).max())
+
+
+def outline_box(shape: Shape, state: np.ndarray) -> np.ndarray:
+    """Tight xywh box (4,) of the transformed outline for ``state`` (5,), not clipped to the image."""
+    pts = transform_outline(shape.outline, tuple(state))
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    return np.array([lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1]])
+
+
+def _hue_name(palette: np.ndarray) -> str:
+    return _HUE_NAMES[int(((palette[0, 0] % 1.0) * len(_HUE_NAMES) + 0.5) % len(_HUE_NAMES))]
+
+
+def simulate(config: SyntheticConfig, seed: int, index: int) -> Scene:
+    """Simulate sequence ``index`` of the set with base ``seed``; deterministic in (config, seed, index)."""
+    cfg = config
+    n, unit = cfg.num_frames, cfg.unit
+    rng = _rng(seed, index, 0)
+
+    # Target.
+    shape_kind, texture_kind = scene_kinds(seed, index)
+    shape = random_shape(rng, shape_kind)
+    recipe = texture_recipe(rng, texture_kind)
+    size = rng.uniform(*cfg.target_size) * unit
+    aspect = float(np.exp(rng.uniform(np.log(cfg.aspect[0]), np.log(cfg.aspect[1]))))
+    radius = (
+        0.5
+        * size
+        * np.sqrt(max(aspect, 1 / aspect))
+        * np.exp(cfg.scale_change + cfg.aspect_change)
+        * np.sqrt(2)
+    )
+    leaves = rng.random() < cfg.out_of_view_prob
+    exit_out = radius * (1.05 + rng.uniform(0.0, 0.8)) if leaves else None
+    path = _trajectory(rng, cfg, n, radius, exit_out)
+    states = _object_states(rng, cfg, n, size, aspect, path)
+    exposure = rng.uniform(0.3, 1.0)
+    target = ObjectTrack(shape, recipe, states, *_blur(path, exposure, cfg))
+
+    # Look-alike distractors: same shape kind and texture family, similar colours and size.
+    distractors = []
+    for _ in range(int(rng.integers(cfg.distractors[0], cfg.distractors[1] + 1))):
+        d_recipe = dict(recipe, palette=similar_palette(rng, recipe["palette"], 0.05))
+        d_size = size * rng.uniform(0.8, 1.25)
+        d_aspect = aspect * rng.uniform(0.8, 1.25)
+        d_path = _trajectory(rng, cfg, n, 0.5 * d_size * np.sqrt(2), None)
+        d_states = _object_states(rng, cfg, n, d_size, d_aspect, d_path)
+        distractors.append(
+            ObjectTrack(random_shape(rng, shape.kind), d_recipe, d_states, *_blur(d_path, exposure, cfg))
+        )
+
+    # Occluders, each aimed at the target at a random event time.
+    occluders = []
+    for _ in range(cfg.max_occluders):
+        if rng.random() >= cfg.occlusion_prob:
+            continue
+        te = int(rng.integers(int(0.15 * n), max(int(0.85 * n), int(0.15 * n) + 1)))
+        r_t = circumradius(shape, states[te])
+        full = rng.random() < cfg.full_occlusion_prob
+        t_vel = (path[min(te + 1, n - 1)] - path[max(te - 1, 0)]) / 2.0
+        heading = rng.uniform(0, 2 * np.pi)
+        drift = rng.uniform(0.2, 1.0) * rng.uniform(*cfg.speed) * unit
+        if full:
+            o_shape = random_shape(rng, ("ellipse", "roundrect")[int(rng.integers(2))])
+            half = r_t * rng.uniform(1.3, 2.2, 2)
+            offset = rng.normal(0, 0.05 * r_t, 2)
+            vel = t_vel * rng.uniform(0.4, 1.0) + drift * np.array([np.cos(heading), np.sin(heading)])
+        else:
+            o_shape = random_shape(rng)
+            half = r_t * rng.uniform(0.5, 1.1, 2)
+            a = rng.uniform(0, 2 * np.pi)
+            offset = r_t * rng.uniform(0.5, 1.1) * np.array([np.cos(a), np.sin(a)])
+            vel = drift * np.array([np.cos(heading), np.sin(heading)])
+        t = np.arange(n, dtype=np.float64)[:, None]
+        o_path = path[te] + offset + vel[None, :] * (t - te)
+        angle = rng.uniform(-0.5, 0.5) + np.deg2rad(5.0) * smooth_signal(rng, n)
+        o_states = np.concatenate([o_path, np.tile(half, (n, 1)), angle[:, None]], axis=1)
+        o_recipe = texture_recipe(rng)
+        occluders.append(ObjectTrack(o_shape, o_recipe, o_states, *_blur(o_path, exposure, cfg)))
+
+    # Camera and photometric changes.
+    pan = cfg.camera_pan * unit * np.stack([smooth_signal(rng, n), smooth_signal(rng, n)], axis=1)
+    gain = np.exp(cfg.illumination * smooth_signal(rng, n, 20, 120))[:, None] * (
+        1.0 + 0.3 * cfg.illumination * np.stack([smooth_signal(rng, n) for _ in range(3)], axis=1)
+    )
+    light = cfg.illumination * np.stack([smooth_signal(rng, n), smooth_signal(rng, n)], axis=1)
+    noise_offset = rng.integers(0, 32, (n, 2))
+
+    n_d = len(distractors)
+    description = (
+        f"a {_hue_name(recipe['palette'])} {recipe['kind']} {shape.kind} moving among "
+        f"{n_d} look-alike object{'s' if n_d != 1 else ''}"
+    )
+    scene = Scene(
+        config=cfg,
+        seed=seed,
+        index=index,
+        class_name=class_name(seed, index),
+        description=description,
+        target=target,
+        distractors=distractors,
+        occluders=occluders,
+        pan=pan,
+        gain=gain,
+        light=light,
+        noise_offset=noise_offset,
+    )
+    _annotate(scene)
+    return scene
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two xywh boxes (4,) intersect, with one pixel of slack."""
+    return bool(
+        a[0] <= b[0] + b[2] + 1
+        and b[0] <= a[0] + a[2] + 1
+        and a[1] <= b[1] + b[3] + 1
+        and b[1] <= a[1] + a[3] + 1
+    )
+
+
+def _annotate(scene: Scene) -> None:
+    """Fill boxes and per-frame flags of ``scene`` from its geometry (see the module docstring)."""
+    cfg = scene.config
+    n = len(scene.target.states)
+    shape = scene.target.shape
+    outline = shape.outline
+    area = 0.5 * abs(
+        np.sum(outline[:, 0] * np.roll(outline[:, 1], -1) - np.roll(outline[:, 0], -1) * outline[:, 1])
+    )
+    boxes = np.zeros((n, 4))
+    out_of_view = np.zeros(n, bool)
+    full_occ = np.zeros(n, bool)
+    occl = np.zeros(n, bool)
+    ratio = np.zeros(n)
+    occ_boxes = [np.array([outline_box(o.shape, st) for st in o.states]) for o in scene.occluders]
+    for t in range(n):
+        state = scene.target.states[t]
+        box = boxes[t] = outline_box(shape, state)
+        near = [
+            o
+            for o, ob in zip(scene.occluders, occ_boxes)
+            if _overlap(box, ob[t]) and _overlap(ob[t], np.array([0.0, 0.0, cfg.width, cfg.height]))
+        ]
+        inside_image = (
+            box[0] >= 0 and box[1] >= 0 and box[0] + box[2] <= cfg.width and box[1] + box[3] <= cfg.height
+        )
+        if not near and inside_image and min(state[2], state[3]) >= 4.0:
+            # Wholly in the image, nothing in front, and big enough to contain a pixel centre.
+            ratio[t] = 1.0
+            continue
+        roi = object_roi(tuple(state), outline, cfg.height, cfg.width, pad=0)
+        inside = None
+        if roi is not None:
+            u, v = local_coords(roi, tuple(state))
+            inside = coverage(shape, u, v, min(state[2], state[3])) >= 0.5
+        if inside is None or not inside.any():
+            out_of_view[t] = True
+            continue
+        covered = np.zeros_like(inside)
+        for occ in near:
+            o_state = tuple(occ.states[t])
+            u, v = local_coords(roi, o_state)
+            covered |= coverage(occ.shape, u, v, min(o_state[2], o_state[3])) >= 0.5
+        seen = inside & ~covered
+        occl[t] = bool((inside & covered).any())
+        full_occ[t] = not seen.any()
+        ratio[t] = seen.sum() / max(area * state[2] * state[3], 1e-9)
+    scene.boxes = np.round(boxes, 2)
+    scene.out_of_view = out_of_view
+    scene.full_occlusion = full_occ
+    scene.occlusion = occl
+    scene.visible_ratio = np.clip(ratio, 0.0, 1.0)
