@@ -9,6 +9,7 @@ NaN after frame 0. Optional ``class_map=FILE`` (``<video>\\t<class>`` per line) 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -78,8 +79,20 @@ class TrackingNetDataset(SequenceDataset):
             anno_dir = self.root / chunk / "anno"
             if not anno_dir.is_dir():
                 raise DatasetError(f"TrackingNet annotation folder not found: {anno_dir}")
+            frames_dir = self.root / chunk / "frames"
+            without_frames = []
             for anno in sorted(anno_dir.glob("*.txt")):
-                self._video_chunk[anno.stem] = chunk
+                if (frames_dir / anno.stem).is_dir():
+                    self._video_chunk[anno.stem] = chunk
+                else:
+                    without_frames.append(anno.stem)
+            if without_frames:  # e.g. TRAIN_0's AwVdVzh1Eh0_0 has an annotation but no video
+                shown = ", ".join(without_frames[:5]) + (" ..." if len(without_frames) > 5 else "")
+                warnings.warn(
+                    f"TrackingNet {chunk}: skipping {len(without_frames)} annotated videos without a frames "
+                    f"folder in {frames_dir}: {shown}",
+                    stacklevel=2,
+                )
         self._classes = read_class_map(Path(class_map)) if class_map is not None else {}
 
     def sequence_names(self) -> list[str]:

@@ -160,5 +160,10 @@ def test_trackingnet_chunks_zero_based_frames_crlf(tmp_path):
     (tmp_path / "TRAIN_0" / "frames" / "vidA" / "0.jpg").unlink()
     with pytest.raises(DatasetError, match=r"missing frame .*vidA/0.jpg"):
         ds.get_sequence("vidA")
+    write_text(tmp_path / "TRAIN_3" / "anno" / "AwVdVzh1Eh0_0.txt", "1,2,3,4\n")  # annotation, no video
+    with pytest.warns(
+        UserWarning, match="skipping 1 annotated videos without a frames folder.*AwVdVzh1Eh0_0"
+    ):
+        assert TrackingNetDataset(tmp_path, "train", chunks=["TRAIN_3"]).sequence_names() == ["vidB"]
     with pytest.raises(DatasetError, match="TRAIN_5"):
         TrackingNetDataset(tmp_path, "train", chunks=[5])
