@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sequence", action="append", help="check only this sequence (repeatable)")
     parser.add_argument("--option", "-o", action="append", default=[], help="reader option key=value")
     parser.add_argument("--decode", action="store_true", help="also decode the first and last frame")
-    parser.add_argument("--quiet", action="store_true", help="print only problems and the summary")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print only problems and the summary")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
 

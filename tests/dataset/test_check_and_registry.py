@@ -105,3 +105,39 @@ def test_paths_file_supplies_root(tmp_path, monkeypatch):
     monkeypatch.setenv("LTR_PATHS_FILE", str(cfg))
     seq = get_dataset("folder").get_sequence("s")
     np.testing.assert_array_equal(seq.boxes, [[1, 1, 2, 2]])
+
+
+def test_factories_pass_splits_and_options(tmp_path):
+    from .fixtures import (
+        make_got10k_sequence,
+        make_lasot_sequence,
+        make_nfs_packed_sequence,
+        make_trackingnet_sequence,
+        make_uav_sequence,
+        make_vot_sequence,
+    )
+
+    make_lasot_sequence(tmp_path / "lasot", "zebra-10", "1,1,2,2\n", 1)
+    assert (
+        get_dataset("lasot_test", root=tmp_path / "lasot").get_sequence("zebra-10").attributes["class"]
+        == "zebra"
+    )
+    assert get_dataset("lasot", root=tmp_path / "lasot", split="all").sequence_names() == ["zebra-10"]
+    make_got10k_sequence(tmp_path / "got" / "val", "GOT-10k_Val_000001", "1,1,2,2\n", 1, cover=[8])
+    make_got10k_sequence(tmp_path / "got" / "test", "GOT-10k_Test_000001", "1,1,2,2\n", 2)
+    assert get_dataset("got10k_val", root=tmp_path / "got").sequence_names() == ["GOT-10k_Val_000001"]
+    assert get_dataset("got10k", root=tmp_path / "got", split="test").name == "got10k_test"
+    assert len(get_dataset("got10k_test", root=tmp_path / "got").get_sequence("GOT-10k_Test_000001")) == 2
+    make_trackingnet_sequence(tmp_path / "tn", "TEST", "v", "1,1,2,2\n", 2)
+    assert get_dataset("trackingnet_test", root=tmp_path / "tn").sequence_names() == ["v"]
+    make_uav_sequence(tmp_path / "uav", "x", "bike2", "1,1,2,2\n", [1])
+    (tmp_path / "uav" / "anno" / "UAV20L").mkdir()
+    write_text(tmp_path / "uav" / "anno" / "UAV20L" / "bike2.txt", "3,3,2,2\n")
+    uav20l = get_dataset("uav", root=tmp_path / "uav", split="UAV20L")
+    np.testing.assert_array_equal(uav20l.get_sequence("bike2").boxes, [[3, 3, 2, 2]])
+    make_nfs_packed_sequence(tmp_path / "nfs", "cup", "1\t1\t2\t2\n", 1)
+    assert get_dataset("nfs", root=tmp_path / "nfs", layout="packed").layout == "packed"
+    make_vot_sequence(tmp_path / "vot", "ball", "1,1,2,2\n", 1)
+    assert get_dataset("vot", root=tmp_path / "vot").sequence_names() == ["ball"]
+    with pytest.raises(KeyError, match="unknown dataset 'nope'"):
+        get_dataset("nope")
