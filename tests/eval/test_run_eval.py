@@ -1,0 +1,147 @@
+"""End to end: eval/run_eval.py on a generated OTB-layout folder dataset; JSON schema, tables, plots."""
+
+import json
+
+import cv2
+import matplotlib.image
+import numpy as np
+import pytest
+
+from eval.eval_cli import main
+
+BOX = [1, 1, 10, 10]
+FAR = [101, 101, 10, 10]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def make_folder_dataset(root):
+    frame = np.zeros((24, 32, 3), np.uint8)
+    for name, n, absent, occl in (("seqA", 5, [0, 0, 0, 1, 0], True), ("seqB", 4, None, False)):
+        d = root / name
+        (d / "img").mkdir(parents=True)
+        for i in range(n):
+            cv2.imwrite(str(d / "img" / f"{i + 1:04d}.jpg"), frame)
+        (d / "groundtruth_rect.txt").write_text("1,1,10,10\n" * n)
+        if absent is not None:
+            (d / "absent.label").write_text("".join(f"{a}\n" for a in absent))
+        (d / "attributes.json").write_text(json.dumps({"attribute_flags": {"occlusion": occl}}))
+
+
+def write_result(path, rows, delim="\t"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(delim.join(str(v) for v in r) + "\n" for r in rows))
+
+
+@pytest.fixture
+def setup(tmp_path):
+    data, results = tmp_path / "data", tmp_path / "results"
+    make_folder_dataset(data)
+    for run in ("good_000", "good_001"):
+        write_result(results / "dimp" / run / "seqA.txt", [BOX] * 5)
+        write_result(results / "dimp" / run / "seqB.txt", [BOX] * 4, delim=",")
+    write_result(results / "dimp" / "bad" / "seqA.txt", [BOX] * 5)
+    write_result(results / "dimp" / "bad" / "seqB.txt", [BOX] + [FAR] * 3, delim=" ")
+    return tmp_path
+
+
+def test_run_eval_end_to_end(setup, capsys):
+    out = setup / "out"
+    argv = [
+        "--dataset",
+        "folder",
+        "--root",
+        str(setup / "data"),
+        "--results",
+        str(setup / "results"),
+        "--trackers",
+        "dimp/good",
+        "dimp/bad",
+        "--out",
+        str(out),
+        "--format",
+        "csv",
+    ]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "protocol pytracking_visibility" in printed
+    # CSV table printed: good AUC = (4/5 + 1)/2 * 20/21 (absent frame 3 of seqA fails)
+    assert "dimp/good,85.71,90.00,90.00,90.00,90.00,2" in printed
+    data = json.loads((out / "results.json").read_text())
+    assert set(data) == {"dimp/good", "dimp/bad"}
+    good, bad = data["dimp/good"], data["dimp/bad"]
+    for entry in (good, bad):
+        assert {"auc", "op50", "op75", "precision", "norm_precision", "sequences"} <= set(entry)
+        assert set(entry["sequences"]) == {"seqA", "seqB"}
+        for seq in entry["sequences"].values():
+            assert set(seq) == {"auc", "precision", "norm_precision"}
+    assert good["auc"] == pytest.approx(100 * 0.9 * 20 / 21)
+    assert good["num_runs"] == 2 and bad["num_runs"] == 1
+    assert good["sequences"]["seqA"]["auc"] == pytest.approx(100 * 0.8 * 20 / 21)
+    # bad: seqB only frame 0 right: AUC (0.8 + 0.25)/2 * 20/21, precision (0.8 + 0.25)/2
+    assert bad["auc"] == pytest.approx(100 * 0.525 * 20 / 21)
+    assert bad["precision"] == pytest.approx(52.5)
+    # per-attribute breakdown: 'occlusion' holds seqA only
+    assert good["attributes"]["occlusion"]["auc"] == pytest.approx(100 * 0.8 * 20 / 21)
+    assert good["attributes"]["occlusion"]["num_sequences"] == 1
+    assert good["curves"]["success"]["values"][0] == pytest.approx(90.0)
+    for name in ("success", "precision", "norm_precision"):
+        png = out / f"{name}_plot.png"
+        assert png.read_bytes()[:8] == PNG_MAGIC
+        assert matplotlib.image.imread(png).ndim == 3
+        assert (out / f"{name}_plot.pdf").read_bytes()[:5] == b"%PDF-"
+    md = (out / "summary.md").read_text()
+    assert md.splitlines()[0].startswith("| Tracker") and "| dimp/bad " in md
+    assert "\\begin{tabular}" in (out / "summary.tex").read_text()
+    assert "seqB" in (out / "per_sequence_auc.csv").read_text()
+    assert "occlusion" in (out / "per_attribute_auc.csv").read_text()
+
+
+def test_run_eval_missing_results(setup, capsys):
+    (setup / "results" / "dimp" / "bad" / "seqB.txt").unlink()
+    argv = [
+        "--dataset",
+        "folder",
+        "--root",
+        str(setup / "data"),
+        "--results",
+        str(setup / "results"),
+        "--trackers",
+        "dimp/good",
+        "dimp/bad",
+        "--out",
+        str(setup / "out"),
+        "--no-plots",
+    ]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert "bad/seqB.txt" in capsys.readouterr().err
+    assert main([*argv, "--allow-missing", "--json", str(setup / "r.json")]) == 0
+    err = capsys.readouterr().err
+    assert "no result for 1 sequence(s): seqB" in err and "evaluating on 1 of 2 sequences" in err
+    data = json.loads((setup / "r.json").read_text())
+    assert set(data["dimp/good"]["sequences"]) == {"seqA"}
+    assert data["dimp/good"]["skipped_sequences"] == ["seqB"]
+
+
+def test_run_eval_protocol_override(setup, capsys):
+    argv = [
+        "--dataset",
+        "folder",
+        "--root",
+        str(setup / "data"),
+        "--results",
+        str(setup / "results"),
+        "--trackers",
+        "dimp/good",
+        "--out",
+        str(setup / "o"),
+        "--no-plots",
+        "--protocol",
+        "pytracking",
+    ]
+    assert main(argv) == 0
+    # without visibility the absent frame of seqA is a perfect frame: AUC = 20/21
+    data = json.loads((setup / "o" / "results.json").read_text())
+    assert data["dimp/good"]["auc"] == pytest.approx(100 * 20 / 21)
+    assert data["dimp/good"]["protocol"] == "pytracking"
