@@ -120,6 +120,8 @@ class LasotDataset(SequenceDataset):
         self, root: str | os.PathLike, split: str = "train", *, split_file: str | os.PathLike | None = None
     ) -> None:
         self.root = Path(root)
+        if not self.root.is_dir():
+            raise DatasetError(f"LaSOT root {self.root} is not a directory (set LASOT_DIR)")
         self.split = split
         self.name = "lasot" if split != "test" else "lasot_test"
         self._names = self._resolve(split, split_file)

@@ -80,6 +80,8 @@ class NfsDataset(SequenceDataset):
 
     def __init__(self, root: str | os.PathLike, layout: str = "auto") -> None:
         self.root = Path(root)
+        if not self.root.is_dir():
+            raise DatasetError(f"NfS root {self.root} is not a directory (set NFS_DIR)")
         if layout == "auto":
             packed = (self.root / "sequences").is_dir() and (self.root / "anno").is_dir()
             layout = "packed" if packed else "raw"

@@ -70,6 +70,8 @@ class OTBDataset(SequenceDataset):
 
     def __init__(self, root: str | os.PathLike, *, tiger1_init_omit: bool = True) -> None:
         self.root = Path(root)
+        if not self.root.is_dir():
+            raise DatasetError(f"OTB root {self.root} is not a directory (set OTB_DIR)")
         self.init_omit = dict(OTB_INIT_OMIT) if tiger1_init_omit else {}
 
     def sequence_names(self) -> list[str]:
