@@ -72,7 +72,7 @@ class Sequence:
         if self.frame_paths is None and self.frame_loader is None:
             raise ValueError(f"sequence {self.name!r} needs frame_paths or a frame_loader")
         if self.frame_paths is not None:
-            self.frame_paths = [Path(p) for p in self.frame_paths]
+            self.frame_paths = [p if isinstance(p, Path) else Path(p) for p in self.frame_paths]
         if self.valid is None:
             self.valid = valid_boxes(self.boxes)
         else:

@@ -148,25 +148,25 @@ def list_frames(
     if not directory.is_dir():
         raise DatasetError(f"frame folder not found: {directory}")
     with os.scandir(directory) as entries:  # d_type from the listing: no stat per frame
-        files = [Path(e.path) for e in entries if e.name.lower().endswith(extensions) and e.is_file()]
-    numbers = [frame_number(p) for p in files]
-    if not files or any(n is None for n in numbers):
-        return sorted(files)
-    order = sorted(range(len(files)), key=lambda i: (numbers[i], files[i].name))
-    files = [files[i] for i in order]
+        names = [e.name for e in entries if e.name.lower().endswith(extensions) and e.is_file()]
+    stem_digits = [_DIGITS.findall(name.rsplit(".", 1)[0]) for name in names]
+    if not names or not all(stem_digits):
+        return [directory / name for name in sorted(names)]
+    numbers = [int(d[-1]) for d in stem_digits]
+    order = sorted(range(len(names)), key=lambda i: (numbers[i], names[i]))
+    names = [names[i] for i in order]
     numbers = [numbers[i] for i in order]
     if first is not None and numbers[0] != first:
-        raise DatasetError(f"missing frame {_renumber(files[0], first)} (first frame found: {files[0].name})")
-    for i in range(1, len(files)):
+        missing = _renumber(directory / names[0], first)
+        raise DatasetError(f"missing frame {missing} (first frame found: {names[0]})")
+    for i in range(1, len(names)):
         prev, num = numbers[i - 1], numbers[i]
         if num == prev:
-            raise DatasetError(
-                f"{directory}: two frames numbered {num} ({files[i - 1].name}, {files[i].name})"
-            )
+            raise DatasetError(f"{directory}: two frames numbered {num} ({names[i - 1]}, {names[i]})")
         if num != prev + 1:
-            missing = _renumber(files[i], prev + 1)
+            missing = _renumber(directory / names[i], prev + 1)
             raise DatasetError(f"missing frame {missing} (frame numbers jump from {prev} to {num})")
-    return files
+    return [directory / name for name in names]
 
 
 def numbered_paths(directory: Path, first: int, count: int, digits: int, ext: str) -> list[Path]:
