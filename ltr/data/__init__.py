@@ -1,0 +1,1 @@
+"""Training data: sampler -> processing (crops, jitter, labels, proposals) -> transforms -> loader."""
