@@ -8,7 +8,9 @@ RGB uint8 frames, boxes and per-frame masks:
 - ``valid``: (N,) bool, the box is a usable annotation (finite, w > 0, h > 0).
 - ``visible``: (N,) bool, valid and the target is visible (not absent / fully occluded / out of view).
 - ``attributes``: optional extras (``class``, ``absent``, ``occlusion``, ``language``, per-sequence attribute
-  flags, ...).
+  flags, ...). ``attributes["problems"]`` (list of str), when present, names recoverable annotation problems
+  found while loading (e.g. a row/frame count mismatch that was cut to the shorter length); the readers also
+  warn, and ``python -m ltr.dataset.check`` reports them.
 """
 
 from __future__ import annotations
