@@ -1,0 +1,131 @@
+"""The DiMP actor: runs DiMPNet on a training batch and returns the loss and named statistics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ltr.ebm import SM
+from ltr.models.losses import ClassifierLossWeights, box_loss, classifier_loss, is_sampling_method
+from ltr.models.tracking import DiMPNet
+
+REQUIRED_KEYS = ("train_images", "test_images", "train_boxes", "test_boxes", "test_label")
+PROPOSAL_KEYS = ("proposals", "proposals_rel", "proposal_log_q")
+
+
+class DiMPActor:
+    """Classifier hinge-MSE over the filter iterates + ``box_weight`` x EBM box loss.
+
+    Batch (the data pipeline's contract; boxes xywh crop pixels): ``train_images`` (S_tr, B, 3, H, W),
+    ``test_images`` (S_te, B, 3, H, W), ``train_boxes`` (S_tr, B, 4), ``test_boxes`` (S_te, B, 4),
+    ``test_label`` (S_te, B, H', W') with (H', W') = ``net.score_map_size((H, W))`` (DiMP's end-padded
+    labels) or one less per side (the loss then covers the score map less its last row and column); for the
+    sampling box methods also ``proposals`` (S_te, B, S, 4) xywh, ``proposals_rel`` (S_te, B, S, 4) (rel
+    space w.r.t. ``test_boxes``), ``proposal_log_q`` (S_te, B, S) and, for ``kld_is``, ``proposal_log_p``.
+    Other keys are ignored.
+
+    ``__call__(batch) -> (loss, stats)``: loss a scalar tensor; stats detached scalar tensors named
+    ``loss/total``, ``loss/box`` (unweighted box loss), ``loss/clf`` (weighted classifier loss),
+    ``clf/final`` (unweighted hinge-MSE of the final filter), ``clf/iter_<i>`` (unweighted, i = 0 the
+    initial filter), ``box/score_gap`` (mean box-head score of the ground truth minus that of the
+    noise/proposal samples; absent for ``sm``) and the box method's own stats as ``box/<name>``.
+
+    Args:
+        net: the network.
+        box_method: an :func:`ltr.ebm.build_method` object, or None for no box loss.
+        box_weight: weight of the box loss (0.01 as in SuperDiMP).
+        clf_weights: classifier loss weights over the iterates.
+        hinge_threshold: the hinge-MSE label threshold.
+    """
+
+    def __init__(
+        self,
+        net: DiMPNet,
+        box_method: Any | None,
+        box_weight: float = 0.01,
+        clf_weights: ClassifierLossWeights = ClassifierLossWeights(),  # noqa: B008 (frozen dataclass)
+        *,
+        hinge_threshold: float = 0.05,
+    ) -> None:
+        if isinstance(box_method, SM):
+            raise ValueError(
+                "DiMPActor: box method 'sm' needs third-order derivatives through the box head's BatchNorm, "
+                "which PyTorch does not provide; use 'dsm' (denoising score matching) instead"
+            )
+        self.net = net
+        self.box_method = box_method
+        self.box_weight = box_weight
+        self.clf_weights = clf_weights
+        self.hinge_threshold = hinge_threshold
+
+    def train(self, mode: bool = True) -> DiMPActor:
+        """Put the network in train (or eval) mode."""
+        self.net.train(mode)
+        return self
+
+    def to(self, device: torch.device | str) -> DiMPActor:
+        """Move the network to ``device``."""
+        self.net.to(device)
+        return self
+
+    def _check(self, batch: Mapping[str, Tensor]) -> None:
+        keys = list(REQUIRED_KEYS)
+        if self.box_method is not None and is_sampling_method(self.box_method):
+            keys += PROPOSAL_KEYS
+        missing = [k for k in keys if k not in batch]
+        if missing:
+            raise KeyError(f"DiMPActor: batch lacks {missing} (has {sorted(batch)})")
+        h, w = batch["test_images"].shape[-2:]
+        full = self.net.score_map_size((h, w))
+        cut = (full[0] - 1, full[1] - 1)
+        if tuple(batch["test_label"].shape[-2:]) not in (full, cut):
+            raise ValueError(
+                f"DiMPActor: test_label is {tuple(batch['test_label'].shape)} but the score maps for "
+                f"{h}x{w} crops are {full} (labels of {full} or, without the end padding, {cut} are accepted)"
+            )
+
+    def __call__(self, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
+        self._check(batch)
+        device = next(self.net.parameters()).device
+        batch = {k: v.to(device, non_blocking=True) if isinstance(v, Tensor) else v for k, v in batch.items()}
+        clf_scores, context = self.net.forward_parts(
+            batch["train_images"], batch["test_images"], batch["train_boxes"]
+        )
+        label = batch["test_label"]
+        # labels without the end padding cover the score map less its last row and column
+        clf_scores = clf_scores[..., : label.shape[-2], : label.shape[-1]]
+        clf = classifier_loss(clf_scores, label, self.clf_weights, threshold=self.hinge_threshold)
+        stats: dict[str, Tensor] = {}
+        total = clf.total
+        if self.box_method is not None:
+            s_te, b = batch["test_boxes"].shape[:2]
+
+            def score_boxes(boxes: Tensor) -> Tensor:  # (S_te*B, S, 4) -> (S_te*B, S)
+                return self.net.score_boxes(context, boxes.reshape(s_te, b, *boxes.shape[1:])).reshape(
+                    s_te * b, -1
+                )
+
+            def flat(key: str) -> Tensor | None:  # (S_te, B, ...) -> (S_te*B, ...)
+                v = batch.get(key)
+                return None if v is None else v.reshape(s_te * b, *v.shape[2:])
+
+            box = box_loss(
+                self.box_method,
+                score_boxes,
+                batch["test_boxes"].reshape(s_te * b, 4),
+                proposals=flat("proposals"),
+                proposals_rel=flat("proposals_rel"),
+                proposal_log_q=flat("proposal_log_q"),
+                proposal_log_p=flat("proposal_log_p"),
+            )
+            total = total + self.box_weight * box.loss
+            stats["loss/box"] = box.loss.detach()
+            stats.update({f"box/{k}": v for k, v in box.stats.items()})
+        stats["loss/total"] = total.detach()
+        stats["loss/clf"] = clf.total.detach()
+        stats["clf/final"] = clf.per_iterate[-1]
+        stats.update({f"clf/iter_{i}": v for i, v in enumerate(clf.per_iterate)})
+        return total, stats
