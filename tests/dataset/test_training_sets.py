@@ -86,7 +86,14 @@ def _got_tree(root):
         absence=[0, 0, 1, 0],
         cover=[8, 0, 0, 3],
         cut_by_image=[0, 1, 0, 0],
-        meta={"url": "https://example.com/v?x=1", "object_class": "goose", "resolution": "(1280, 720)"},
+        meta={
+            "url": "https://example.com/v?x=1",
+            "begin": "00:00:01",
+            "anno_fps": "10Hz",
+            "object_class": "goose",
+            "motion_class": "flying",
+            "resolution": "(1280, 720)",
+        },
     )
     make_got10k_sequence(
         root / "train", "GOT-10k_Train_000001", "1,1,5,5\n" * 2, 2, cover=[8, 8], absence=[0, 0]
@@ -108,6 +115,9 @@ def test_got10k_train_labels_and_meta(tmp_path):
     assert seq.attributes["class"] == "goose"
     assert seq.attributes["meta"]["resolution"] == (1280, 720)
     assert seq.attributes["meta"]["url"] == "https://example.com/v?x=1"
+    assert (
+        seq.attributes["meta"]["begin"] == "00:00:01" and seq.attributes["meta"]["motion_class"] == "flying"
+    )
 
 
 def test_got10k_test_boxes_first_frame_only(tmp_path):
