@@ -229,8 +229,9 @@ def _fix_predictions(
 ) -> np.ndarray:
     """Raise on or forward-fill bad rows (NaN / negative size / zero size), never across sequences."""
     real = ~padded
+    nan_rows = np.isnan(pred).all(axis=1) if protocol.nan_row == "all" else np.isnan(pred).any(axis=1)
     categories = [
-        (np.isnan(pred).any(axis=1) & real, protocol.nan_prediction, "contains NaN"),
+        (nan_rows & real, protocol.nan_prediction, "contains NaN"),
         (
             ((pred[:, 2] < 0) | (pred[:, 3] < 0)) & real,
             protocol.negative_size_prediction,

@@ -2,7 +2,8 @@
 
 What is read from a :class:`ltr.dataset.base.Sequence`:
 
-- ``boxes`` (N, 4) xywh with NaN for unknown rows, and ``visible`` (N,) bool;
+- ``boxes`` (N, 4) xywh with NaN for unknown rows;
+- per-frame visibility from the raw absent flags (see :func:`target_visible`);
 - ``attributes["cover"]``: GOT-10k cover labels (N,) int, when the reader provides them;
 - ``attributes["resolution"]`` / ``["image_size"]`` / ``["image_wh"]`` (also inside ``attributes["meta"]``,
   where the GOT-10k reader keeps ``meta_info.ini``): (width, height); otherwise, only for
@@ -55,13 +56,33 @@ def image_size(seq: Sequence) -> tuple[float, float]:
     return float(frame.shape[1]), float(frame.shape[0])
 
 
+def target_visible(seq: Sequence) -> np.ndarray:
+    """(N,) bool: the target is not flagged absent, independent of whether the GT box is valid.
+
+    ``Sequence.visible`` is ``visible & valid``, which would turn every invalid box into an absent frame; the
+    toolkits keep the two apart (an invalid-but-present LaSOT frame is a precision success, an absent one a
+    failure). So the raw flags are used when the reader exposes them: ``absent`` (folder), ``full_occlusion``
+    | ``out_of_view`` (LaSOT), ``absence`` (GOT-10k); otherwise only valid frames that are not visible count
+    as absent.
+    """
+    n = len(seq.boxes)
+    attrs = seq.attributes
+    flags = [attrs[k] for k in ("absent", "full_occlusion", "out_of_view", "absence") if k in attrs]
+    if flags:
+        absent = np.zeros(n, dtype=bool)
+        for f in flags:
+            absent |= np.asarray(f, dtype=bool).reshape(-1)[:n]
+        return ~absent
+    return ~(np.asarray(seq.valid, dtype=bool) & ~np.asarray(seq.visible, dtype=bool))
+
+
 def from_sequence(seq: Sequence, *, need_image_size: bool = False) -> GroundTruth:
     """Convert one reader :class:`Sequence` (boxes (N, 4) xywh) to a :class:`GroundTruth`."""
     cover = seq.attributes.get("cover")
     return GroundTruth(
         name=seq.name,
         boxes=np.asarray(seq.boxes, dtype=np.float64),
-        visible=np.asarray(seq.visible, dtype=bool) if seq.visible is not None else None,
+        visible=target_visible(seq),
         cover=np.asarray(cover) if cover is not None else None,
         image_wh=image_size(seq) if need_image_size else None,
         flags=attribute_flags(seq.attributes),

@@ -31,6 +31,9 @@ class Protocol:
     # --- prediction fixes, applied in this order: bad rows -> lengths -> first frame -> rounding ---
     #: NaN anywhere in a predicted row: raise an error / copy the previous (fixed) row / keep (NaN fails).
     nan_prediction: Literal["error", "previous", "score"] = "error"
+    #: which rows count as NaN rows: any NaN value (LaSOT toolkit, pytracking) or all four NaN (OTB MATLAB's
+    #: vector ``if``); other NaN values are scored as they are (failures).
+    nan_row: Literal["any", "all"] = "any"
     #: predicted w < 0 or h < 0.
     negative_size_prediction: Literal["error", "previous", "score"] = "error"
     #: predicted w == 0 or h == 0.
@@ -149,9 +152,10 @@ PROTOCOLS: dict[str, Protocol] = {
             name="otb_matlab",
             description="OTB MATLAB toolkit (calcSeqErrRobust.m, plotDrawSave.m)",
             nan_prediction="previous",
+            nan_row="all",
             negative_size_prediction="previous",
             zero_size_prediction="previous",
-            longer_prediction="truncate",
+            longer_prediction="error",
             shorter_prediction="error",
             gt_valid_rule="all_positive",
             invalid_gt_iou="fail",

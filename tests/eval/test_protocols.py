@@ -203,3 +203,13 @@ def test_no_frames_left_is_an_error():
     gt = [[1, 1, 0, 0]] * 3
     with pytest.raises(ValueError, match="no frames left to evaluate"):
         run("pytracking", seq([BOX] * 3, gt), denominator="valid")
+
+
+def test_partial_nan_rows_otb_vs_lasot():
+    gt = [BOX] * 3
+    pred = [BOX, [6, 1, 10, 10], [np.nan, 1, 10, 10]]  # frame 1: IoU 1/3
+    # OTB's vector `if` only replaces all-NaN rows: frame 2 is scored as it is (a failure): IoU 1, 1/3, fail
+    assert run("otb_matlab", seq(pred, gt))["op50"] == pytest.approx(100 / 3)
+    assert run("otb_matlab", seq(pred, gt))["auc"] == pytest.approx(100 * (7 * 2 / 3 + 13 / 3) / 21)
+    # LaSOT's toolkit replaces any row with a NaN: IoU 1, 1/3, 1/3
+    assert run("lasot_matlab", seq(pred, gt))["auc"] == pytest.approx(100 * (7 + 13 / 3) / 21)
