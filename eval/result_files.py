@@ -41,7 +41,18 @@ def read_result_file(path: str | Path) -> np.ndarray:
     if not lines:
         raise ResultError(f"{path}: empty result file (expected one x,y,w,h line per frame)")
     delim = detect_delimiter(lines[0])
-    rows: list[list[str]] = []
+    try:  # fast path (numpy's C parser); any doubt -> the line-by-line check below names the line
+        boxes = np.loadtxt(lines, delimiter=delim, dtype=np.float64, ndmin=2, comments=None)
+        if boxes.shape == (len(lines), 4):
+            return boxes
+    except ValueError:
+        pass
+    return _parse_checked(path, lines, delim)
+
+
+def _parse_checked(path: Path, lines: list[str], delim: str | None) -> np.ndarray:
+    """Line-by-line parse that raises :class:`ResultError` naming ``path:line`` for the first bad line."""
+    rows: list[list[float]] = []
     for lineno, line in enumerate(lines, start=1):
         tokens = [t.strip() for t in line.split(delim)] if delim else line.split()
         if len(tokens) != 4 or not all(tokens):
@@ -49,17 +60,20 @@ def read_result_file(path: str | Path) -> np.ndarray:
             raise ResultError(
                 f"{path}:{lineno}: expected 4 {sep}-separated numbers (x,y,w,h), got {line.strip()!r}"
             )
-        rows.append(tokens)
+        try:
+            rows.append([float(t) for t in tokens])
+        except ValueError as err:
+            bad = next(t for t in tokens if not _is_float(t))
+            raise ResultError(f"{path}:{lineno}: {bad!r} is not a number") from err
+    return np.asarray(rows, dtype=np.float64)
+
+
+def _is_float(token: str) -> bool:
     try:
-        return np.asarray(rows, dtype=np.float64)
+        float(token)
     except ValueError:
-        for lineno, tokens in enumerate(rows, start=1):
-            for token in tokens:
-                try:
-                    float(token)
-                except ValueError as err:
-                    raise ResultError(f"{path}:{lineno}: {token!r} is not a number") from err
-        raise
+        return False
+    return True
 
 
 def run_directories(results_dir: str | Path, tracker: str, param: str) -> list[tuple[int | None, Path]]:

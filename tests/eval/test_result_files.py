@@ -100,3 +100,10 @@ def test_runs_are_averaged(tmp_path):
     assert ev.scores["auc"] == pytest.approx(100 * 0.625 * 20 / 21)
     assert ev.sequences["a"]["auc"] == pytest.approx(100 * 0.625 * 20 / 21)
     np.testing.assert_allclose(ev.curves["success"][:20], 0.625)
+
+
+def test_blank_line_inside_the_file_is_an_error(tmp_path):
+    # a skipped blank line would shift every later frame by one
+    path = write(tmp_path / "Dog.txt", "1,2,3,4\n\n5,6,7,8\n")
+    with pytest.raises(ResultError, match=r"Dog\.txt:2: expected 4 comma-separated numbers"):
+        read_result_file(path)
