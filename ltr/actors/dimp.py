@@ -8,8 +8,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ltr.ebm import SM
-from ltr.models.losses import ClassifierLossWeights, box_loss, classifier_loss, is_sampling_method
+from ltr.ebm import SM, Candidates
+from ltr.models.losses import (
+    ClassifierLossWeights,
+    classifier_loss,
+    is_sampling_method,
+    sampling_box_loss,
+    score_function_box_loss,
+)
 from ltr.models.tracking import DiMPNet
 
 REQUIRED_KEYS = ("train_images", "test_images", "train_boxes", "test_boxes", "test_label")
@@ -71,6 +77,11 @@ class DiMPActor:
         self.net.to(device)
         return self
 
+    @property
+    def module(self) -> DiMPNet:
+        """The plain network (``net`` may be a DistributedDataParallel wrapper set by the trainer)."""
+        return getattr(self.net, "module", self.net)
+
     def _check(self, batch: Mapping[str, Tensor]) -> None:
         keys = list(REQUIRED_KEYS)
         if self.box_method is not None and is_sampling_method(self.box_method):
@@ -79,7 +90,7 @@ class DiMPActor:
         if missing:
             raise KeyError(f"DiMPActor: batch lacks {missing} (has {sorted(batch)})")
         h, w = batch["test_images"].shape[-2:]
-        full = self.net.score_map_size((h, w))
+        full = self.module.score_map_size((h, w))
         cut = (full[0] - 1, full[1] - 1)
         if tuple(batch["test_label"].shape[-2:]) not in (full, cut):
             raise ValueError(
@@ -89,38 +100,46 @@ class DiMPActor:
 
     def __call__(self, batch: Mapping[str, Tensor]) -> tuple[Tensor, dict[str, Tensor]]:
         self._check(batch)
-        device = next(self.net.parameters()).device
+        device = next(self.module.parameters()).device
         batch = {k: v.to(device, non_blocking=True) if isinstance(v, Tensor) else v for k, v in batch.items()}
-        clf_scores, context = self.net.forward_parts(
-            batch["train_images"], batch["test_images"], batch["train_boxes"]
-        )
+        images = (batch["train_images"], batch["test_images"], batch["train_boxes"])
+        test_boxes = batch["test_boxes"]
+        s_te, b = test_boxes.shape[:2]
+        method = self.box_method
+        sampling = method is not None and is_sampling_method(method)
+        # one call through the (possibly DDP-wrapped) network's forward; sampling methods score the
+        # proposals plus the ground truth (last column, statistics only) there
+        if sampling:
+            proposals = torch.cat([batch["proposals"], test_boxes[:, :, None]], dim=2)
+            out = self.net(*images, proposals, return_context=True)
+        else:
+            out = self.net(*images, None, return_context=True)
+
         label = batch["test_label"]
         # labels without the end padding cover the score map less its last row and column
-        clf_scores = clf_scores[..., : label.shape[-2], : label.shape[-1]]
+        clf_scores = out.clf_scores[..., : label.shape[-2], : label.shape[-1]]
         clf = classifier_loss(clf_scores, label, self.clf_weights, threshold=self.hinge_threshold)
         stats: dict[str, Tensor] = {}
         total = clf.total
-        if self.box_method is not None:
-            s_te, b = batch["test_boxes"].shape[:2]
-
-            def score_boxes(boxes: Tensor) -> Tensor:  # (S_te*B, S, 4) -> (S_te*B, S)
-                return self.net.score_boxes(context, boxes.reshape(s_te, b, *boxes.shape[1:])).reshape(
-                    s_te * b, -1
+        if method is not None:
+            n = s_te * b
+            if sampling:
+                scores = out.box_scores.reshape(n, -1)
+                log_p = batch.get("proposal_log_p")
+                candidates = Candidates(
+                    batch["proposals_rel"].reshape(n, -1, 4),
+                    batch["proposal_log_q"].reshape(n, -1),
+                    None if log_p is None else log_p.reshape(n, -1),
                 )
+                box = sampling_box_loss(method, scores[:, :-1], scores[:, -1], candidates)
+            else:
+                context = out.box_context
 
-            def flat(key: str) -> Tensor | None:  # (S_te, B, ...) -> (S_te*B, ...)
-                v = batch.get(key)
-                return None if v is None else v.reshape(s_te * b, *v.shape[2:])
+                def score_boxes(boxes: Tensor) -> Tensor:  # (S_te*B, S, 4) xywh -> (S_te*B, S)
+                    grid = boxes.reshape(s_te, b, *boxes.shape[1:])
+                    return self.module.score_boxes(context, grid).reshape(n, -1)
 
-            box = box_loss(
-                self.box_method,
-                score_boxes,
-                batch["test_boxes"].reshape(s_te * b, 4),
-                proposals=flat("proposals"),
-                proposals_rel=flat("proposals_rel"),
-                proposal_log_q=flat("proposal_log_q"),
-                proposal_log_p=flat("proposal_log_p"),
-            )
+                box = score_function_box_loss(method, score_boxes, test_boxes.reshape(n, 4))
             total = total + self.box_weight * box.loss
             stats["loss/box"] = box.loss.detach()
             stats.update({f"box/{k}": v for k, v in box.stats.items()})

@@ -127,6 +127,11 @@ class EnergyBoxHead(nn.Module):
         f2, f3 = _check_pair(ref_feats, "ref_feats")
         if tuple(ref_boxes_xywh.shape) != (f2.shape[0], 4):
             raise ValueError(f"ref_boxes_xywh must be ({f2.shape[0]}, 4), got {tuple(ref_boxes_xywh.shape)}")
+        if self.training and f2.shape[0] < 2:
+            raise ValueError(
+                "EnergyBoxHead.get_modulation: in train mode BatchNorm on 1x1 reference features needs at "
+                "least 2 reference images (training batch size >= 2); use eval mode for a single image"
+            )
         rois = _rois(ref_boxes_xywh.to(f2.dtype)[:, None])
         p2 = prroi_pool(self.ref_conv2(f2), rois, 3, 1.0 / self.strides[0])
         p2 = self.ref_fc2(p2)  # (N, M2, 1, 1)

@@ -95,6 +95,55 @@ def is_sampling_method(method: Any) -> bool:
     return hasattr(method, "loss_from_scores") and hasattr(method, "sample")
 
 
+def sampling_box_loss(method: Any, scores: Tensor, score_gt: Tensor, candidates: Candidates) -> BoxLoss:
+    """Box loss of a sampling method (``ml_is``, ``kld_is``, ``nce``, ``nce_plus``) from box-head scores.
+
+    Args:
+        method: the method object (has ``loss_from_scores``).
+        scores: (N, S) f at the candidates (column 0 the positive for ml_is/nce/nce_plus).
+        score_gt: (N,) f at the ground-truth box (statistics only).
+        candidates: ``Candidates(y_rel (N, S, 4), log_q (N, S), log_p (N, S) or None)``.
+    """
+    result = method.loss_from_scores(scores, candidates)
+    noise = scores if isinstance(method, KLDIS) else scores[:, 1:]  # the others: column 0 = positive
+    stats = {k: v.detach() for k, v in result.stats.items()}
+    stats["score_samples"] = noise.detach().mean()
+    stats["score_gt"] = score_gt.detach().mean()
+    stats["score_gap"] = stats["score_gt"] - stats["score_samples"]
+    return BoxLoss(result.loss, stats)
+
+
+def score_function_box_loss(method: Any, score_boxes: BoxScoreFn, gt_boxes: Tensor) -> BoxLoss:
+    """Box loss of a score-function method (``dsm``, ``ml_mcmc``, ``sm``) in the relative box space.
+
+    The method sees ``f(y_rel) = score_boxes(rel_to_xywh(y_rel, gt))`` with the label y = 0 (the ground
+    truth). Every call also scores the ground-truth box (an extra column kept out of the loss) for the
+    ``score_gt`` / ``score_gap`` statistics; ``sm`` has no samples and reports no gap.
+
+    Args:
+        method: the method object (callable as ``method(score_fn, labels)``).
+        score_boxes: (N, S, 4) xywh boxes -> (N, S) box-head scores, differentiable w.r.t. the boxes.
+        gt_boxes: (N, 4) xywh ground truth (the reference of the relative space).
+    """
+    n = gt_boxes.shape[0]
+    gt_col = gt_boxes.detach()[:, None]
+    recorded: list[Tensor] = []
+
+    def score_fn(y_rel: Tensor) -> Tensor:
+        boxes = rel_to_xywh(y_rel, gt_col.to(y_rel.dtype))
+        out = score_boxes(torch.cat([boxes, gt_col.to(boxes.dtype)], dim=1))
+        recorded.append(out[:, -1].detach())
+        return out[:, :-1]
+
+    labels = torch.zeros(n, 4, dtype=gt_boxes.dtype, device=gt_boxes.device)
+    result = method(score_fn, labels)
+    stats = {k: v.detach() for k, v in result.stats.items()}
+    stats["score_gt"] = recorded[-1].mean()
+    if "score_samples" in stats:
+        stats["score_gap"] = stats["score_gt"] - stats["score_samples"]
+    return BoxLoss(result.loss, stats)
+
+
 def box_loss(
     method: Any,
     score_boxes: BoxScoreFn,
@@ -107,55 +156,33 @@ def box_loss(
 ) -> BoxLoss:
     """The EBM box loss of ``method`` (an :func:`ltr.ebm.build_method` object) on N test images.
 
-    Every box-head call also scores the ground-truth box (an extra column, kept out of the loss) for the
-    ``score_gap`` statistic: mean f(ground truth) minus mean f(noise/proposal/MCMC/noisy samples). (In train
-    mode the box head's BatchNorm sees this extra box too: 1 of S + 1 boxes.) ``sm`` has no samples, so it
-    reports no gap.
+    Sampling methods score ``proposals`` plus the ground truth in one ``score_boxes`` call (in train mode the
+    box head's BatchNorm sees that extra box too: 1 of S + 1) and go through :func:`sampling_box_loss`; the
+    others through :func:`score_function_box_loss`. ``score_gap`` = mean f(ground truth) - mean f(noise /
+    proposal / MCMC / noisy samples).
 
     Args:
         method: the EBM training method.
         score_boxes: (N, S, 4) xywh boxes -> (N, S) box-head scores, differentiable w.r.t. the boxes.
-        gt_boxes: (N, 4) xywh ground truth (the reference of the relative space).
+        gt_boxes: (N, 4) xywh ground truth.
         proposals: (N, S, 4) xywh candidates (sampling methods; column 0 the positive for ml_is/nce/nce_plus).
         proposals_rel: (N, S, 4) the same candidates in rel space w.r.t. ``gt_boxes``.
         proposal_log_q: (N, S) their proposal/noise log density (rel space).
         proposal_log_p: (N, S) their label-density log density (``kld_is`` only).
     """
+    if not is_sampling_method(method):
+        return score_function_box_loss(method, score_boxes, gt_boxes)
     n = gt_boxes.shape[0]
-    gt_col = gt_boxes.detach()[:, None]
-    if is_sampling_method(method):
-        if proposals is None or proposals_rel is None or proposal_log_q is None:
-            raise ValueError(
-                f"box loss {type(method).__name__} needs the batch's proposals, proposals_rel, proposal_log_q"
-            )
-        if proposals.shape[0] != n or proposals.shape[-1] != 4:
-            raise ValueError(f"proposals must be ({n}, S, 4) xywh, got {tuple(proposals.shape)}")
-        s = proposals.shape[1]
-        scores_all = score_boxes(torch.cat([proposals, gt_col.to(proposals.dtype)], dim=1))
-        scores, score_gt = scores_all[:, :s], scores_all[:, s].detach()
-        cand = Candidates(proposals_rel, proposal_log_q, proposal_log_p)
-        result = method.loss_from_scores(scores, cand)
-        noise = scores if isinstance(method, KLDIS) else scores[:, 1:]  # the others: column 0 = positive
-        stats = dict(result.stats)
-        stats["score_samples"] = noise.detach().mean()
-    else:
-        recorded: list[Tensor] = []
-
-        def score_fn(y_rel: Tensor) -> Tensor:
-            boxes = rel_to_xywh(y_rel, gt_col.to(y_rel.dtype))
-            out = score_boxes(torch.cat([boxes, gt_col.to(boxes.dtype)], dim=1))
-            recorded.append(out[:, -1].detach())
-            return out[:, :-1]
-
-        labels = torch.zeros(n, 4, dtype=gt_boxes.dtype, device=gt_boxes.device)
-        result = method(score_fn, labels)
-        score_gt = recorded[-1]
-        stats = dict(result.stats)
-    stats = {k: v.detach() for k, v in stats.items()}
-    stats["score_gt"] = score_gt.mean()
-    if "score_samples" in stats:
-        stats["score_gap"] = stats["score_gt"] - stats["score_samples"]
-    return BoxLoss(result.loss, stats)
+    if proposals is None or proposals_rel is None or proposal_log_q is None:
+        raise ValueError(
+            f"box loss {type(method).__name__} needs the batch's proposals, proposals_rel, proposal_log_q"
+        )
+    if proposals.shape[0] != n or proposals.shape[-1] != 4:
+        raise ValueError(f"proposals must be ({n}, S, 4) xywh, got {tuple(proposals.shape)}")
+    s = proposals.shape[1]
+    scores = score_boxes(torch.cat([proposals, gt_boxes.detach()[:, None].to(proposals.dtype)], dim=1))
+    candidates = Candidates(proposals_rel, proposal_log_q, proposal_log_p)
+    return sampling_box_loss(method, scores[:, :s], scores[:, s], candidates)
 
 
 __all__ = [
@@ -166,4 +193,6 @@ __all__ = [
     "classifier_loss",
     "hinge_mse",
     "is_sampling_method",
+    "sampling_box_loss",
+    "score_function_box_loss",
 ]

@@ -98,6 +98,14 @@ class BoxContext(NamedTuple):
     test_feats: tuple[Tensor, Tensor]
 
 
+class DiMPTrainOutput(NamedTuple):
+    """:class:`DiMPOutput` plus the box-head context; ``box_scores`` is None when no proposals were given."""
+
+    clf_scores: Tensor
+    box_scores: Tensor | None
+    box_context: BoxContext
+
+
 class DiMPNet(nn.Module):
     """Backbone + DiMP classifier + energy box head.
 
@@ -177,15 +185,53 @@ class DiMPNet(nn.Module):
         return clf.scores, self.box_context(train_feats, test_feats, train_boxes, s_te)
 
     def forward(
-        self, train_images: Tensor, test_images: Tensor, train_boxes: Tensor, test_proposals: Tensor
-    ) -> DiMPOutput:
+        self,
+        train_images: Tensor,
+        test_images: Tensor,
+        train_boxes: Tensor,
+        test_proposals: Tensor | None = None,
+        *,
+        return_context: bool = False,
+    ) -> DiMPOutput | DiMPTrainOutput:
+        """Classifier score iterates and box scores; see the class docstring.
+
+        ``test_proposals`` may be None when ``return_context`` is set (the box scores are then None): the
+        caller scores its own boxes with :meth:`score_boxes` on the returned context. Actors call the network
+        through ``forward`` so that a DistributedDataParallel wrapper sees every step.
+        """
         s_te, b = test_images.shape[:2]
-        if test_proposals.dim() != 4 or tuple(test_proposals.shape[:2]) != (s_te, b):
+        if test_proposals is None and not return_context:
+            raise ValueError("DiMPNet.forward: test_proposals is required unless return_context=True")
+        if test_proposals is not None and (
+            test_proposals.dim() != 4 or tuple(test_proposals.shape[:2]) != (s_te, b)
+        ):
             raise ValueError(
                 f"test_proposals must be ({s_te}, {b}, S, 4) xywh, got {tuple(test_proposals.shape)}"
             )
         clf_scores, context = self.forward_parts(train_images, test_images, train_boxes)
-        return DiMPOutput(clf_scores, self.score_boxes(context, test_proposals))
+        box_scores = None if test_proposals is None else self.score_boxes(context, test_proposals)
+        if return_context:
+            return DiMPTrainOutput(clf_scores, box_scores, context)
+        return DiMPOutput(clf_scores, box_scores)
+
+
+def lr_groups(
+    *,
+    initializer: float = 5e-5,
+    optimizer: float = 5e-4,
+    feature_head: float = 5e-5,
+    box_head: float = 1e-3,
+    backbone: float = 2e-5,
+) -> list[tuple[str, float]]:
+    """(module prefix, learning rate) of every trainable part of a :class:`DiMPNet`, for
+    ``ltr.trainers.build_adam``; defaults are SuperDiMP's (the backbone group holds the unfrozen layers)."""
+    return [
+        ("classifier.initializer", initializer),
+        ("classifier.optimizer", optimizer),
+        ("classifier.feature_head", feature_head),
+        ("box_head", box_head),
+        ("backbone", backbone),
+    ]
 
 
 def build_dimpnet(config: NetConfig) -> DiMPNet:
@@ -235,8 +281,10 @@ __all__ = [
     "BoxContext",
     "DiMPNet",
     "DiMPOutput",
+    "DiMPTrainOutput",
     "NetConfig",
     "build_dimpnet",
     "label_sigma_cells",
+    "lr_groups",
     "tiny_net_config",
 ]

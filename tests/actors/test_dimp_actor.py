@@ -126,3 +126,28 @@ def test_short_training_reduces_both_losses():
     assert last["clf/final"] < 0.5 * first["clf/final"], (first, last)
     assert last["loss/box"] < 0.7 * first["loss/box"], (first, last)
     assert last["box/score_gap"] > first["box/score_gap"] + 1.0, (first, last)
+
+
+@pytest.mark.parametrize(
+    ("method", "kwargs"), [("nce_plus", NCE_PLUS), ("dsm", {"num_samples": 4, "sigma": 0.05})]
+)
+def test_actor_through_a_distributed_wrapper_matches_the_plain_network(tmp_path, method, kwargs):
+    import torch.distributed as dist
+
+    torch.manual_seed(0)
+    net = build_dimpnet(tiny_net_config()).eval()  # eval: BatchNorm gives the same numbers in both runs
+    batch = make_batch(method, kwargs)
+    actor = DiMPActor(net, build_method(method, **kwargs))
+    torch.manual_seed(1)
+    plain, _ = actor(batch)
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        actor.net = torch.nn.parallel.DistributedDataParallel(net)
+        torch.manual_seed(1)
+        wrapped, stats = actor(batch)
+        wrapped.backward()
+    finally:
+        dist.destroy_process_group()
+    assert wrapped.item() == pytest.approx(plain.item(), rel=1e-5)
+    assert net.box_head.predictor.weight.grad is not None
+    assert torch.isfinite(stats["box/score_gap"])
