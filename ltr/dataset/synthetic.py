@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ltr.admin.io import atomic_write_text
+from ltr.admin.paths import DATASET_VARS, lookup
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
 from ltr.dataset.synthetic_io import LAYOUTS, write_dataset
 from ltr.dataset.synthetic_render import Assets, build_assets, render_frame
@@ -91,41 +92,37 @@ class _LRU:
                 self._data.popitem(last=False)
 
 
-#: Pixel assets (background canvas, textures, noise) of recently rendered sequences, shared by all datasets.
-_ASSETS = _LRU(16)
+#: Process-wide caches shared by all synthetic datasets: pixel assets (background, textures; ~1 MB each at
+#: 320x240) of recently used sequences, and recently rendered frames (~0.2 MB each).
+_ASSETS = _LRU(64)
+_FRAMES = _LRU(32)
 
 
 class SyntheticFrames:
     """``frame_loader`` of one synthetic sequence: renders frame ``t`` on demand as (H, W, 3) RGB uint8.
 
-    Keeps the last ``cache_size`` frames; assets live in a process-wide LRU. Picklable (caches are dropped).
+    Assets and recent frames live in process-wide LRU caches, so memory stays bounded however many
+    sequences are open. Picklable (only the scene's geometry travels).
     """
 
-    def __init__(self, scene: Scene, cache_size: int = 8) -> None:
+    def __init__(self, scene: Scene) -> None:
         self.scene = scene
-        self.cache_size = cache_size
-        self._frames = _LRU(cache_size)
+        self._key = (scene.config, scene.seed, scene.index)
 
     def _assets(self) -> Assets:
-        key = (self.scene.config, self.scene.seed, self.scene.index)
-        assets = _ASSETS.get(key)
+        assets = _ASSETS.get(self._key)
         if assets is None:
             assets = build_assets(self.scene)
-            _ASSETS.put(key, assets)
+            _ASSETS.put(self._key, assets)
         return assets
 
     def __call__(self, t: int) -> np.ndarray:
-        frame = self._frames.get(t)
+        key = (*self._key, int(t))
+        frame = _FRAMES.get(key)
         if frame is None:
-            frame = render_frame(self.scene, self._assets(), t)
-            self._frames.put(t, frame)
+            frame = render_frame(self.scene, self._assets(), int(t))
+            _FRAMES.put(key, frame)
         return frame.copy()
-
-    def __getstate__(self) -> dict:
-        return {"scene": self.scene, "cache_size": self.cache_size}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["scene"], state["cache_size"])
 
 
 class SyntheticDataset(SequenceDataset):
@@ -145,13 +142,11 @@ class SyntheticDataset(SequenceDataset):
         *,
         seed: int = SPLITS["test"][0],
         config: SyntheticConfig | None = None,
-        frame_cache: int = 8,
     ) -> None:
         if num_sequences < 1:
             raise ValueError(f"SyntheticDataset: num_sequences must be >= 1, got {num_sequences}")
         self.seed = int(seed)
         self.config = config or SyntheticConfig()
-        self.frame_cache = frame_cache
         self._names = sequence_names(self.seed, num_sequences)
         self._index = {name: i for i, (_, name) in enumerate(self._names)}
         self._sequences: dict[str, Sequence] = {}
@@ -184,7 +179,7 @@ class SyntheticDataset(SequenceDataset):
         seq = Sequence(
             name=name,
             boxes=scene.boxes,
-            frame_loader=SyntheticFrames(scene, self.frame_cache),
+            frame_loader=SyntheticFrames(scene),
             visible=scene.visible,
             dataset=self.name,
             attributes={
@@ -219,11 +214,14 @@ def synthetic_dataset(
 ) -> SequenceDataset:
     """Registry factory for ``synthetic``.
 
-    With ``root``: the OTB-layout directory read by :class:`ltr.dataset.folder.FolderDataset`. Without: the
-    in-memory set of ``split`` (None = ``test``, ``train``, ``val``; see :data:`SPLITS`). ``options`` may
-    override ``num_sequences``, ``seed``, ``frame_cache`` and any :class:`SyntheticConfig` field (e.g.
+    With ``root`` (or, for the test split, ``SYNTHETIC_DIR`` set in the environment or paths file): the
+    OTB-layout directory read by :class:`ltr.dataset.folder.FolderDataset`. Otherwise: the in-memory set of
+    ``split`` (None = ``test``, ``train``, ``val``; see :data:`SPLITS`). ``options`` may
+    override ``num_sequences``, ``seed`` and any :class:`SyntheticConfig` field (e.g.
     ``num_frames``, ``width``); unknown names raise ``TypeError``.
     """
+    if root is None and split in (None, "test"):
+        root = lookup(DATASET_VARS["synthetic"])  # a written copy named by SYNTHETIC_DIR, if any
     if root is not None:
         if options:
             raise TypeError(f"synthetic_dataset(root=...): options {sorted(options)} only apply in memory")
@@ -233,10 +231,9 @@ def synthetic_dataset(
     seed, num_sequences, num_frames = _split_params(split)
     seed = int(options.pop("seed", seed))
     num_sequences = int(options.pop("num_sequences", num_sequences))
-    frame_cache = int(options.pop("frame_cache", 8))
     options.setdefault("num_frames", num_frames)
     config = SyntheticConfig().replace(**options)
-    return SyntheticDataset(num_sequences, seed=seed, config=config, frame_cache=frame_cache)
+    return SyntheticDataset(num_sequences, seed=seed, config=config)
 
 
 def _marker_payload(seed: int, num_sequences: int, config: SyntheticConfig, layout: str) -> dict[str, Any]:

@@ -8,7 +8,8 @@ LaSOT layout (training): ``<root>/<class>/<class>-<k>/``
 - ``nlp.txt``: one sentence describing the target.
 
 OTB layout (evaluation): ``<root>/<class>-<k>/img/0001.jpg ...`` (4 digits, 1-based), ``groundtruth_rect.txt``
-(comma-separated ``x,y,w,h`` lines) and ``absent.label`` (one 0/1 per line, 1 = target not visible).
+(comma-separated ``x,y,w,h`` lines), ``absent.label`` (one 0/1 per line, 1 = target not visible) and
+``attributes.json`` (see :func:`scene_attributes`; read by :class:`ltr.dataset.folder.FolderDataset`).
 
 **Coordinates differ from the real LaSOT files**: boxes are our continuous 0-based xywh floats written with
 two decimals (see :mod:`ltr.dataset.synthetic_scene`), not 1-based integers. Boxes are written on every
@@ -17,6 +18,7 @@ frame, including invisible ones (they hold the true, hidden position); use the f
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import time
@@ -64,6 +66,21 @@ def frame_file(layout: str, t: int) -> str:
     return f"{t + 1:08d}.jpg" if layout == "lasot" else f"{t + 1:04d}.jpg"
 
 
+def scene_attributes(scene: Scene) -> dict:
+    """JSON-able per-sequence attributes (OTB layout's ``attributes.json``): class, language, distractor
+    count, seed/index and per-frame 0/1 lists ``occlusion``, ``full_occlusion``, ``out_of_view``."""
+    return {
+        "class": scene.class_name,
+        "language": scene.description,
+        "distractors": len(scene.distractors),
+        "seed": scene.seed,
+        "index": scene.index,
+        "occlusion": scene.occlusion.astype(int).tolist(),
+        "full_occlusion": scene.full_occlusion.astype(int).tolist(),
+        "out_of_view": scene.out_of_view.astype(int).tolist(),
+    }
+
+
 def write_annotations(scene: Scene, folder: Path, layout: str) -> None:
     """Write the ground-truth and flag files of ``scene`` into ``folder`` (see the module docstring)."""
     if layout == "lasot":
@@ -74,6 +91,7 @@ def write_annotations(scene: Scene, folder: Path, layout: str) -> None:
     elif layout == "otb":
         atomic_write_text(folder / "groundtruth_rect.txt", format_boxes(scene.boxes))
         atomic_write_text(folder / "absent.label", format_flag_lines(~scene.visible))
+        atomic_write_text(folder / "attributes.json", json.dumps(scene_attributes(scene), indent=1) + "\n")
     else:
         raise ValueError(f"unknown layout {layout!r}; choose one of {LAYOUTS}")
 

@@ -8,6 +8,7 @@ on previously rendered frames.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import cv2
@@ -24,15 +25,15 @@ from ltr.dataset.synthetic_texture import (
 )
 
 _NOISE_PAD = 32
+_NOISE_SEED = 20201
 
 
 @dataclass
 class Assets:
-    """Per-sequence pixel assets, built once from the scene's asset random stream.
+    """Per-sequence pixel assets (about 1 MB at 320x240), built once from the scene's asset random stream.
 
-    ``background``: (H + 2m, W + 2m, 3) float32 canvas with pan margin ``margin``; textures: (S, S, 3)
-    float32; ``noise``: (H + 32, W + 32, 3) float32 already in 0..255 units; ``ramp_x``/``ramp_y``:
-    (H, W) float32 in [-1, 1] for the light gradient.
+    ``background``: (H + 2m, W + 2m, 3) uint8 canvas with pan margin ``margin``; ``target``,
+    ``distractors``, ``occluders``: (S, S, 3) float32 textures in 0..255 units.
     """
 
     margin: int
@@ -40,28 +41,40 @@ class Assets:
     target: np.ndarray
     distractors: list[np.ndarray]
     occluders: list[np.ndarray]
-    noise: np.ndarray
-    ramp_x: np.ndarray
-    ramp_y: np.ndarray
 
 
 def build_assets(scene: Scene) -> Assets:
-    """Draw the background, textures and noise field of ``scene`` (deterministic in seed and index)."""
+    """Draw the background and textures of ``scene`` (deterministic in seed and index)."""
     cfg = scene.config
     rng = scene_rng(scene.seed, scene.index, 1)
     margin = int(np.ceil(cfg.camera_pan * cfg.unit)) + 2
     h, w = cfg.height + 2 * margin, cfg.width + 2 * margin
     clutter = int(round(cfg.clutter * cfg.width * cfg.height / (320 * 240)))
-    background = render_background(rng, h, w, clutter)
+    background = (render_background(rng, h, w, clutter) * 255.0 + 0.5).astype(np.uint8)
     size = cfg.texture_size
-    target = render_texture(rng, scene.target.recipe, size)
-    distractors = [render_texture(rng, d.recipe, size) for d in scene.distractors]
-    occluders = [render_texture(rng, o.recipe, size) for o in scene.occluders]
-    noise = rng.standard_normal((cfg.height + _NOISE_PAD, cfg.width + _NOISE_PAD, 3), dtype=np.float32)
-    noise *= np.float32(cfg.noise * 255.0)
-    ramp_x = np.tile(np.linspace(-1, 1, cfg.width, dtype=np.float32)[None, :], (cfg.height, 1))
-    ramp_y = np.tile(np.linspace(-1, 1, cfg.height, dtype=np.float32)[:, None], (1, cfg.width))
-    return Assets(margin, background, target, distractors, occluders, noise, ramp_x, ramp_y)
+
+    def texture(recipe: dict) -> np.ndarray:
+        return render_texture(rng, recipe, size) * np.float32(255.0)
+
+    target = texture(scene.target.recipe)
+    distractors = [texture(d.recipe) for d in scene.distractors]
+    occluders = [texture(o.recipe) for o in scene.occluders]
+    return Assets(margin, background, target, distractors, occluders)
+
+
+@functools.lru_cache(maxsize=4)
+def _frame_fields(height: int, width: int, noise: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Shared per image size: sensor noise (H + 32, W + 32, 3) float32 in 0..255 units (each frame reads a
+    window at its own offset) and the light-gradient ramps ``ramp_x``, ``ramp_y`` (H, W) float32 in [-1, 1].
+    """
+    rng = np.random.Generator(np.random.PCG64(_NOISE_SEED))
+    field = rng.standard_normal((height + _NOISE_PAD, width + _NOISE_PAD, 3), dtype=np.float32)
+    field *= np.float32(noise * 255.0)
+    ramp_x = np.tile(np.linspace(-1, 1, width, dtype=np.float32)[None, :], (height, 1))
+    ramp_y = np.tile(np.linspace(-1, 1, height, dtype=np.float32)[:, None], (1, width))
+    for arr in (field, ramp_x, ramp_y):
+        arr.flags.writeable = False
+    return field, ramp_x, ramp_y
 
 
 def _line_kernel(length: float, angle: float) -> np.ndarray:
@@ -101,13 +114,14 @@ def _composite(
         np.maximum(alpha_out[y0:y1, x0:x1], alpha, out=alpha_out[y0:y1, x0:x1])
     if not alpha.any():
         return
-    rgb = sample_texture(texture, u, v) * alpha[..., None]
+    alpha3 = cv2.merge([alpha, alpha, alpha])
+    rgb = cv2.multiply(sample_texture(texture, u, v), alpha3)  # premultiplied colour
     if blur >= 1.5:
         kernel = _line_kernel(blur, float(obj.blur_angle[t]))
         rgb = cv2.filter2D(rgb, -1, kernel, borderType=cv2.BORDER_CONSTANT)
-        alpha = cv2.filter2D(alpha, -1, kernel, borderType=cv2.BORDER_CONSTANT)
+        alpha3 = cv2.filter2D(alpha3, -1, kernel, borderType=cv2.BORDER_CONSTANT)
     region = frame[y0:y1, x0:x1]
-    region *= (1.0 - alpha)[..., None]
+    region -= cv2.multiply(region, alpha3)
     region += rgb
 
 
@@ -126,7 +140,7 @@ def render_frame(
     h, w, m = cfg.height, cfg.width, assets.margin
     px, py = scene.pan[t]
     centre = (float(m + px + (w - 1) / 2.0), float(m + py + (h - 1) / 2.0))
-    frame = cv2.getRectSubPix(assets.background, (w, h), centre)
+    frame = cv2.getRectSubPix(assets.background, (w, h), centre, patchType=cv2.CV_32F)
     target_alpha = np.zeros((h, w), np.float32) if layers else None
     occluder_alpha = np.zeros((h, w), np.float32) if layers else None
     for obj, tex in zip(scene.distractors, assets.distractors):
@@ -138,15 +152,15 @@ def render_frame(
         _composite(np.zeros_like(frame), scene.target, assets.target, t, target_alpha)
     for obj, tex in zip(scene.occluders, assets.occluders):
         _composite(frame, obj, tex, t, occluder_alpha)
-    # Illumination: per-channel gain times a linear light gradient, folded with the 0..255 scaling.
+    # Illumination: per-channel gain times a linear light gradient; then sensor noise.
+    noise, ramp_x, ramp_y = _frame_fields(h, w, cfg.noise)
     lx, ly = scene.light[t]
-    light = assets.ramp_x * np.float32(lx)
-    light += assets.ramp_y * np.float32(ly)
+    light = ramp_x * np.float32(lx)
+    light += ramp_y * np.float32(ly)
     light += np.float32(1.0)
-    gain = scene.gain[t] * 255.0
-    frame = cv2.multiply(frame, cv2.merge([light * np.float32(g) for g in gain]))
+    frame = cv2.multiply(frame, cv2.merge([light * np.float32(g) for g in scene.gain[t]]))
     ox, oy = scene.noise_offset[t]
-    frame += assets.noise[oy : oy + h, ox : ox + w]
+    frame += noise[oy : oy + h, ox : ox + w]
     np.clip(frame, 0.0, 255.0, out=frame)
     frame += np.float32(0.5)
     image = frame.astype(np.uint8)

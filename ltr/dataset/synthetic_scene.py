@@ -74,11 +74,11 @@ class SyntheticConfig:
     distractors: tuple[int, int] = (0, 3)
     #: occluder slots; each is used with probability ``occlusion_prob``.
     max_occluders: int = 2
-    occlusion_prob: float = 0.5
+    occlusion_prob: float = 0.35
     #: probability that an occlusion event is built to cover the target completely.
-    full_occlusion_prob: float = 0.5
+    full_occlusion_prob: float = 0.4
     #: probability that the target leaves the image once and comes back.
-    out_of_view_prob: float = 0.25
+    out_of_view_prob: float = 0.2
     #: motion blur length = motion_blur * exposure * speed (pixels); exposure ~ U(0.3, 1) per sequence.
     motion_blur: float = 1.0
     #: amplitude of global brightness / colour / light-gradient changes.
@@ -227,7 +227,8 @@ def _trajectory(
     """(n, 2) smooth centre path through random waypoints.
 
     Waypoints lie in the image (centres at least ``0.6 * radius`` from the border); segment speeds differ.
-    With ``exit_out`` one waypoint lies that far outside a random border (out of view), the next inside.
+    With ``exit_out``, from the waypoint before a random time in [0.3, 0.7] n the path heads briskly for the
+    nearest border, passes ``exit_out`` pixels beyond it (out of view) and comes back in.
     """
     w, h, unit = cfg.width, cfg.height, cfg.unit
     mx, my = min(0.6 * radius, w / 2 - 1), min(0.6 * radius, h / 2 - 1)
@@ -237,17 +238,29 @@ def _trajectory(
 
     points = [inside()]
     times = [0.0]
-    exit_time = rng.uniform(0.15, 0.6) * n if exit_out is not None else None
+    exit_time = rng.uniform(0.3, 0.7) * n if exit_out is not None else None
+    fastest = 0.8 * cfg.max_speed * unit
+    returning = -1
     while times[-1] < n + 1:
-        if exit_time is not None and times[-1] >= exit_time:
-            side = int(rng.integers(4))
-            p = inside()
-            p[side % 2] = -exit_out if side < 2 else (w if side % 2 == 0 else h) + exit_out
-            exit_time = None
-        else:
-            p = inside()
+        p = inside()
         speed = rng.uniform(*cfg.speed) * unit
+        if returning >= 0:
+            # Come back in near the border just left, briskly.
+            axis, far = returning % 2, (w, h)[returning % 2]
+            edge = rng.uniform(0.15, 0.35) * far
+            p[axis] = edge if returning < 2 else far - edge
+            speed = fastest * rng.uniform(0.5, 1.0)
+            returning = -1
         dt = max(np.linalg.norm(p - points[-1]) / max(speed, 1e-6), 8.0)
+        if exit_time is not None and times[-1] + dt >= exit_time - 8.0:
+            # Leave instead: cross the nearest border, arriving outside at about exit_time.
+            last = points[-1]
+            gaps = np.array([last[0], last[1], w - last[0], h - last[1]])
+            side = int(np.argmin(gaps))
+            p = last + rng.normal(0, 0.1 * unit, 2)
+            p[side % 2] = -exit_out if side < 2 else (w if side == 2 else h) + exit_out
+            dt = max(np.linalg.norm(p - last) / (fastest * rng.uniform(0.5, 1.0)), 8.0)
+            exit_time, returning = None, side
         points.append(p)
         times.append(times[-1] + dt)
     spline = CubicSpline(np.asarray(times), np.asarray(points), bc_type="natural")
@@ -261,16 +274,29 @@ def _trajectory(
     return path
 
 
-def _object_states(
-    rng: np.random.Generator, cfg: SyntheticConfig, n: int, size: float, aspect: float, path: np.ndarray
-) -> np.ndarray:
-    """(n, 5) states ``cx, cy, half_w, half_h, angle`` with smooth scale, aspect and rotation changes."""
+def _extent(rng: np.random.Generator, cfg: SyntheticConfig, n: int, size: float, aspect: float) -> np.ndarray:
+    """(n, 3) ``half_w, half_h, angle`` with smooth scale, aspect and rotation changes."""
     scale = np.exp(cfg.scale_change * smooth_signal(rng, n))
     asp = aspect * np.exp(cfg.aspect_change * smooth_signal(rng, n))
     angle = np.deg2rad(cfg.rotation) * smooth_signal(rng, n) + rng.uniform(-0.3, 0.3)
-    half_w = 0.5 * size * scale * np.sqrt(asp)
-    half_h = 0.5 * size * scale / np.sqrt(asp)
-    return np.stack([path[:, 0], path[:, 1], half_w, half_h, angle], axis=1)
+    return np.stack([0.5 * size * scale * np.sqrt(asp), 0.5 * size * scale / np.sqrt(asp), angle], axis=1)
+
+
+def _moving_object(
+    rng: np.random.Generator, cfg: SyntheticConfig, size: float, aspect: float, exit_prob: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(n, 5) states ``cx, cy, half_w, half_h, angle`` and the (n, 2) path of one object.
+
+    With probability ``exit_prob`` the path leaves the image far enough to hide the object completely.
+    """
+    n = cfg.num_frames
+    extent = _extent(rng, cfg, n, size, aspect)
+    # The outline lies in the box [-1, 1]^2 scaled by (half_w, half_h): its circumradius is at most the
+    # half-diagonal; aiming about that far beyond a border (the spline overshoots a little) hides it.
+    radius = float(np.hypot(extent[:, 0], extent[:, 1]).max())
+    exit_out = radius * rng.uniform(0.9, 1.15) if rng.random() < exit_prob else None
+    path = _trajectory(rng, cfg, n, radius, exit_out)
+    return np.concatenate([path, extent], axis=1), path
 
 
 def _blur(path: np.ndarray, exposure: float, cfg: SyntheticConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -292,6 +318,47 @@ def outline_box(shape: Shape, state: np.ndarray) -> np.ndarray:
     return np.array([lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1]])
 
 
+def _occluder(
+    rng: np.random.Generator,
+    cfg: SyntheticConfig,
+    shape: Shape,
+    states: np.ndarray,
+    path: np.ndarray,
+    exposure: float,
+) -> ObjectTrack:
+    """An occluder moving in a straight line that passes over the target at a random event time.
+
+    A *full* occluder (probability ``full_occlusion_prob``) is an ellipse or rounded rectangle whose
+    half-sizes exceed the target's circumradius, centred on the target at the event and moving with it
+    plus a relative drift, so it hides the target completely for a while; a partial one is smaller and
+    offset.
+    """
+    n, unit = cfg.num_frames, cfg.unit
+    te = int(rng.integers(int(0.15 * n), max(int(0.85 * n), int(0.15 * n) + 1)))
+    r_t = circumradius(shape, states[te])
+    full = rng.random() < cfg.full_occlusion_prob
+    t_vel = (path[min(te + 1, n - 1)] - path[max(te - 1, 0)]) / 2.0
+    heading = rng.uniform(0, 2 * np.pi)
+    # A relative speed of at least ~1 px/frame at 320x240 bounds how long an occlusion lasts.
+    drift = rng.uniform(0.004, 0.012) * unit * np.array([np.cos(heading), np.sin(heading)])
+    if full:
+        o_shape = random_shape(rng, ("ellipse", "roundrect")[int(rng.integers(2))])
+        half = r_t * rng.uniform(1.3, 1.9, 2)
+        offset = rng.normal(0, 0.05 * r_t, 2)
+        vel = t_vel + drift
+    else:
+        o_shape = random_shape(rng)
+        half = r_t * rng.uniform(0.5, 1.1, 2)
+        a = rng.uniform(0, 2 * np.pi)
+        offset = r_t * rng.uniform(0.5, 1.1) * np.array([np.cos(a), np.sin(a)])
+        vel = drift
+    t = np.arange(n, dtype=np.float64)[:, None]
+    o_path = path[te] + offset + vel[None, :] * (t - te)
+    angle = rng.uniform(-0.5, 0.5) + np.deg2rad(5.0) * smooth_signal(rng, n)
+    o_states = np.concatenate([o_path, np.tile(half, (n, 1)), angle[:, None]], axis=1)
+    return ObjectTrack(o_shape, texture_recipe(rng), o_states, *_blur(o_path, exposure, cfg))
+
+
 def _hue_name(palette: np.ndarray) -> str:
     return _HUE_NAMES[int(((palette[0, 0] % 1.0) * len(_HUE_NAMES) + 0.5) % len(_HUE_NAMES))]
 
@@ -308,17 +375,7 @@ def simulate(config: SyntheticConfig, seed: int, index: int) -> Scene:
     recipe = texture_recipe(rng, texture_kind)
     size = rng.uniform(*cfg.target_size) * unit
     aspect = float(np.exp(rng.uniform(np.log(cfg.aspect[0]), np.log(cfg.aspect[1]))))
-    radius = (
-        0.5
-        * size
-        * np.sqrt(max(aspect, 1 / aspect))
-        * np.exp(cfg.scale_change + cfg.aspect_change)
-        * np.sqrt(2)
-    )
-    leaves = rng.random() < cfg.out_of_view_prob
-    exit_out = radius * (1.05 + rng.uniform(0.0, 0.8)) if leaves else None
-    path = _trajectory(rng, cfg, n, radius, exit_out)
-    states = _object_states(rng, cfg, n, size, aspect, path)
+    states, path = _moving_object(rng, cfg, size, aspect, cfg.out_of_view_prob)
     exposure = rng.uniform(0.3, 1.0)
     target = ObjectTrack(shape, recipe, states, *_blur(path, exposure, cfg))
 
@@ -328,40 +385,24 @@ def simulate(config: SyntheticConfig, seed: int, index: int) -> Scene:
         d_recipe = dict(recipe, palette=similar_palette(rng, recipe["palette"], 0.05))
         d_size = size * rng.uniform(0.8, 1.25)
         d_aspect = aspect * rng.uniform(0.8, 1.25)
-        d_path = _trajectory(rng, cfg, n, 0.5 * d_size * np.sqrt(2), None)
-        d_states = _object_states(rng, cfg, n, d_size, d_aspect, d_path)
+        d_states, d_path = _moving_object(rng, cfg, d_size, d_aspect, 0.0)
         distractors.append(
             ObjectTrack(random_shape(rng, shape.kind), d_recipe, d_states, *_blur(d_path, exposure, cfg))
         )
 
-    # Occluders, each aimed at the target at a random event time.
+    # Occluders, each aimed at the target at a random event time, never in front of it at the start.
     occluders = []
     for _ in range(cfg.max_occluders):
         if rng.random() >= cfg.occlusion_prob:
             continue
-        te = int(rng.integers(int(0.15 * n), max(int(0.85 * n), int(0.15 * n) + 1)))
-        r_t = circumradius(shape, states[te])
-        full = rng.random() < cfg.full_occlusion_prob
-        t_vel = (path[min(te + 1, n - 1)] - path[max(te - 1, 0)]) / 2.0
-        heading = rng.uniform(0, 2 * np.pi)
-        drift = rng.uniform(0.2, 1.0) * rng.uniform(*cfg.speed) * unit
-        if full:
-            o_shape = random_shape(rng, ("ellipse", "roundrect")[int(rng.integers(2))])
-            half = r_t * rng.uniform(1.3, 2.2, 2)
-            offset = rng.normal(0, 0.05 * r_t, 2)
-            vel = t_vel * rng.uniform(0.4, 1.0) + drift * np.array([np.cos(heading), np.sin(heading)])
-        else:
-            o_shape = random_shape(rng)
-            half = r_t * rng.uniform(0.5, 1.1, 2)
-            a = rng.uniform(0, 2 * np.pi)
-            offset = r_t * rng.uniform(0.5, 1.1) * np.array([np.cos(a), np.sin(a)])
-            vel = drift * np.array([np.cos(heading), np.sin(heading)])
-        t = np.arange(n, dtype=np.float64)[:, None]
-        o_path = path[te] + offset + vel[None, :] * (t - te)
-        angle = rng.uniform(-0.5, 0.5) + np.deg2rad(5.0) * smooth_signal(rng, n)
-        o_states = np.concatenate([o_path, np.tile(half, (n, 1)), angle[:, None]], axis=1)
-        o_recipe = texture_recipe(rng)
-        occluders.append(ObjectTrack(o_shape, o_recipe, o_states, *_blur(o_path, exposure, cfg)))
+        for _attempt in range(10):
+            occ = _occluder(rng, cfg, shape, states, path, exposure)
+            if not any(
+                _overlap(outline_box(shape, states[t]), outline_box(occ.shape, occ.states[t]))
+                for t in range(min(n, 5))
+            ):
+                occluders.append(occ)
+                break
 
     # Camera and photometric changes.
     pan = cfg.camera_pan * unit * np.stack([smooth_signal(rng, n), smooth_signal(rng, n)], axis=1)

@@ -23,7 +23,7 @@ import numpy as np
 SHAPE_KINDS: tuple[str, ...] = ("ellipse", "roundrect", "polygon", "blob")
 TEXTURE_KINDS: tuple[str, ...] = ("noise", "stripes", "spots", "checker")
 
-_OUTLINE_POINTS = 720
+_OUTLINE_POINTS = 360
 
 
 @dataclass(frozen=True)
@@ -72,15 +72,25 @@ def _raw_outline(kind: str, params: tuple[float, ...]) -> np.ndarray:
     if kind == "polygon":
         return np.asarray(params, dtype=np.float64).reshape(-1, 2)
     if kind == "blob":
-        return _blob_radius(params, theta)[:, None] * np.stack([np.cos(theta), np.sin(theta)], axis=1)
+        c, s = np.cos(theta), np.sin(theta)
+        return _blob_radius(params, c, s)[:, None] * np.stack([c, s], axis=1)
     raise ValueError(f"unknown shape kind {kind!r}; choose one of {SHAPE_KINDS}")
 
 
-def _blob_radius(params: tuple[float, ...], theta: np.ndarray) -> np.ndarray:
-    coeffs = np.asarray(params).reshape(-1, 3)  # (harmonic k, amplitude, phase) rows
-    r = np.ones_like(theta)
-    for k, amp, phase in coeffs:
-        r = r + amp * np.cos(k * theta + phase)
+def _blob_radius(params: tuple[float, ...], cos1: np.ndarray, sin1: np.ndarray) -> np.ndarray:
+    """Blob radius ``1 + sum_k a_k cos(k theta + phi_k)`` at directions given by cos/sin of theta.
+
+    Harmonics come from the angle-addition recurrence (no trigonometric calls per pixel).
+    """
+    coeffs = {int(k): (amp, phase) for k, amp, phase in np.asarray(params).reshape(-1, 3)}
+    r = np.ones_like(cos1)
+    ck, sk = cos1, sin1
+    for k in range(1, max(coeffs) + 1):
+        if k > 1:
+            ck, sk = ck * cos1 - sk * sin1, sk * cos1 + ck * sin1
+        if k in coeffs:
+            amp, phase = coeffs[k]
+            r = r + (amp * np.cos(phase)) * ck - (amp * np.sin(phase)) * sk
     return r
 
 
@@ -103,7 +113,9 @@ def _raw_sdf(kind: str, params: tuple[float, ...], x: np.ndarray, y: np.ndarray)
         return dist.max(axis=-1)
     if kind == "blob":
         rho = np.sqrt(x * x + y * y)
-        return rho - _blob_radius(params, np.arctan2(y, x))
+        safe = np.where(rho > 0, rho, 1.0)
+        cos1 = np.where(rho > 0, x / safe, 1.0)
+        return rho - _blob_radius(params, cos1, y / safe)
     raise ValueError(f"unknown shape kind {kind!r}; choose one of {SHAPE_KINDS}")
 
 
@@ -161,6 +173,7 @@ def random_palette(rng: np.random.Generator, n: int = 3) -> np.ndarray:
     sats = rng.uniform(0.35, 0.95, n)
     vals = rng.uniform(0.25, 1.0, n)
     vals[0] = rng.uniform(0.55, 1.0)
+    vals[1] = rng.uniform(0.15, 0.45)  # a dark middle stop keeps every texture contrasted
     return np.stack([hues, sats, vals], axis=1)
 
 
