@@ -175,10 +175,31 @@ class SteepestDescentGN(nn.Module):
                 f"got {tuple(boxes_xywh.shape)}"
             )
         num_iter = self.num_iter if num_iter is None else num_iter
+        # the line search divides sums of squares: run it in (at least) float32, also under autocast
+        dtype = torch.promote_types(features.dtype, torch.float32)
+        with torch.autocast(device_type=features.device.type, enabled=False):
+            return self._run(
+                filters.to(dtype),
+                features.to(dtype),
+                boxes_xywh.to(dtype),
+                None if sample_weight is None else sample_weight.to(dtype),
+                num_iter,
+                compute_losses,
+            )
+
+    def _run(
+        self,
+        filters: Tensor,
+        features: Tensor,
+        boxes_xywh: Tensor,
+        sample_weight: Tensor | None,
+        num_iter: int,
+        compute_losses: bool,
+    ) -> OptimizerResult:
         s, b = features.shape[:2]
         k = filters.shape[-1]
         size = score_map_size(tuple(features.shape[-2:]), k)
-        label, mask, spatial = self.maps(boxes_xywh.to(features.dtype), size, k)
+        label, mask, spatial = self.maps(boxes_xywh, size, k)
         if sample_weight is None:
             v = spatial * math.sqrt(1.0 / s)
         else:
