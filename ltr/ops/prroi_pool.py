@@ -99,19 +99,64 @@ def _check_inputs(features: Tensor, rois: Tensor, spatial_scale: float) -> None:
         raise ValueError(f"prroi_pool: spatial_scale must be a positive finite number, got {spatial_scale!r}")
 
 
-def _group_by_image(batch_index: Tensor, num_images: int) -> tuple[Tensor, list[int]]:
-    """Check the batch-index column and return (order that sorts rois by image, rois per image)."""
+def _group_by_image(batch_index: Tensor, num_images: int) -> tuple[Tensor, list[int], bool]:
+    """Check the batch-index column (N,) and group the rois by image.
+
+    Returns the permutation that sorts the rois by image (stable), the number of rois per image and whether
+    the rois are already sorted (the permutation is the identity). One host synchronisation in all.
+    """
     index = batch_index.long()
     bad = (index.to(batch_index.dtype) != batch_index) | (index < 0) | (index >= num_images)
-    if bool(bad.any()):
+    counts = torch.bincount(index.clamp(0, num_images - 1), minlength=num_images)
+    unsorted = (index[1:] < index[:-1]).any()
+    summary = torch.cat([counts, bad.any().view(1), unsorted.view(1)]).tolist()
+    if summary[-2]:
         first = int(torch.nonzero(bad)[0, 0])
         raise ValueError(
             f"prroi_pool: rois[{first}, 0] = {batch_index[first].item()} is not an image index in "
             f"[0, {num_images - 1}]"
         )
-    counts = torch.bincount(index, minlength=num_images).tolist()
     order = torch.argsort(index, stable=True)
-    return order, counts
+    return order, summary[:-2], not summary[-1]
+
+
+def _pool_sorted(features: Tensor, weights_x: Tensor, weights_y: Tensor, counts: list[int]) -> Tensor:
+    """Pool rois sorted by image.
+
+    Args:
+        features: (B, C, H, W).
+        weights_x: (N, out_w, W) column weights, rois sorted by image.
+        weights_y: (N, out_h, H) row weights, same order.
+        counts: B numbers of rois per image, summing to N.
+
+    Returns:
+        (N, out_w, C, out_h) pooled bins in the order of the weights.
+    """
+    num_images, channels, height, width = features.shape
+    num_rois, out_w, _ = weights_x.shape
+    out_h = weights_y.shape[1]
+    if min(counts) == max(counts):
+        # As many rois per image (the usual training batch): two batched products, no per-image loop.
+        per_image = counts[0]
+        # Columns first: (B, n * out_w, W) @ (B, W, C * H) -> (B, n * out_w, C * H).
+        cols = torch.matmul(
+            weights_x.reshape(num_images, per_image * out_w, width),
+            features.reshape(num_images, channels * height, width).transpose(1, 2),
+        )
+        # Then rows, per roi: (N, out_w * C, H) @ (N, H, out_h).
+        bins = torch.matmul(cols.view(num_rois, out_w * channels, height), weights_y.transpose(1, 2))
+        return bins.view(num_rois, out_w, channels, out_h)
+    pieces = []
+    groups = zip(features.unbind(0), weights_x.split(counts), weights_y.split(counts), strict=True)
+    for feature, wx, wy in groups:
+        n = wx.shape[0]
+        if n == 0:
+            continue
+        # One product for all rois of this image: (n * out_w, W) @ (W, C * H), then rows per roi.
+        cols = torch.matmul(wx.reshape(n * out_w, width), feature.reshape(channels * height, width).t())
+        bins = torch.matmul(cols.view(n, out_w * channels, height), wy.transpose(1, 2))
+        pieces.append(bins.view(n, out_w, channels, out_h))
+    return torch.cat(pieces, dim=0)
 
 
 def prroi_pool(
@@ -144,27 +189,18 @@ def prroi_pool(
 
     # Geometry in float32 at least: image-pixel coordinates lose sub-cell precision in half precision.
     compute_dtype = torch.float64 if torch.float64 in (features.dtype, rois.dtype) else torch.float32
-    order, counts = _group_by_image(rois[:, 0].detach(), num_images)
-    boxes = rois[order, 1:].to(compute_dtype) * spatial_scale  # (N, 4) on the feature grid, sorted by image
+    order, counts, is_sorted = _group_by_image(rois[:, 0].detach(), num_images)
+    boxes = rois[:, 1:] if is_sorted else rois[order, 1:]
+    boxes = boxes.to(compute_dtype) * spatial_scale  # (N, 4) on the feature grid, sorted by image
     x1, y1, x2, y2 = boxes.unbind(dim=1)
     weights_x = _bin_weights(x1, (x2 - x1).clamp(min=0), out_w, width).to(features.dtype)  # (N, out_w, W)
     weights_y = _bin_weights(y1, (y2 - y1).clamp(min=0), out_h, height).to(features.dtype)  # (N, out_h, H)
-
-    pooled = []
-    for image, (wx, wy) in enumerate(zip(weights_x.split(counts), weights_y.split(counts), strict=True)):
-        n = wx.shape[0]
-        if n == 0:
-            continue
-        feature = features[image].reshape(channels * height, width)
-        # Columns first, one matmul for all boxes of this image: (n * out_w, W) @ (W, C * H).
-        cols = torch.matmul(wx.reshape(n * out_w, width), feature.t())
-        # Then rows, per box: (n, out_w * C, H) @ (n, H, out_h) -> (n, out_w, C, out_h).
-        bins = torch.matmul(cols.view(n, out_w * channels, height), wy.transpose(1, 2))
-        pooled.append(bins.view(n, out_w, channels, out_h))
-    sorted_out = torch.cat(pooled, dim=0).permute(0, 2, 3, 1)  # (N, C, out_h, out_w), sorted by image
-    inverse = torch.empty_like(order)
-    inverse[order] = torch.arange(num_rois, device=order.device)
-    return sorted_out[inverse].contiguous()
+    pooled = _pool_sorted(features, weights_x, weights_y, counts)  # (N, out_w, C, out_h), sorted by image
+    if not is_sorted:
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(num_rois, device=order.device)
+        pooled = pooled[inverse]
+    return pooled.permute(0, 2, 3, 1).contiguous()
 
 
 class PrRoIPool(nn.Module):

@@ -115,12 +115,19 @@ def test_output_order_follows_input_rois() -> None:
     # An image with no rois and a map with rois only for the last image are fine.
     only_last = prroi_pool(features, rois[[0, 2]], (3, 2), 1.0)
     torch.testing.assert_close(only_last, out[[0, 2]])
+    # As many rois for every image (the batched path), given unsorted.
+    balanced = rois[[0, 3, 1, 2, 1, 3]].clone()
+    balanced[:, 0] = torch.tensor([2.0, 0.0, 1.0, 2.0, 0.0, 1.0])
+    out = prroi_pool(features, balanced, (3, 2), 1.0)
+    for k in range(len(balanced)):
+        torch.testing.assert_close(out[k : k + 1], prroi_pool(features, balanced[k : k + 1], (3, 2), 1.0))
 
 
-def test_gradcheck_features_and_boxes() -> None:
+@pytest.mark.parametrize("images", [[1.0, 0.0, 1.0], [1.0, 0.0, 2.0]])  # per-image loop, batched path
+def test_gradcheck_features_and_boxes(images: list[float]) -> None:
     generator = torch.Generator().manual_seed(2)
-    features = torch.randn(2, 2, 4, 5, generator=generator, dtype=torch.float64, requires_grad=True)
-    index = torch.tensor([[1.0], [0.0], [1.0]], dtype=torch.float64)
+    features = torch.randn(3, 2, 4, 5, generator=generator, dtype=torch.float64, requires_grad=True)
+    index = torch.tensor(images, dtype=torch.float64)[:, None]
     coords = torch.tensor(
         [[0.7, 0.3, 5.1, 4.6], [-1.3, 0.9, 2.2, 7.4], [3.05, 1.1, 3.8, 1.45]], dtype=torch.float64
     ).requires_grad_(True)
