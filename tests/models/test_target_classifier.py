@@ -172,3 +172,15 @@ def test_classifier_returns_scores_of_every_iterate_with_gradients():
         assert p.grad is not None and torch.isfinite(p.grad).all(), name
     assert clf.optimizer.log_step_length.grad.abs().item() > 0
     assert clf.optimizer.label_predictor.weight.grad.abs().sum().item() > 0
+
+
+def test_optimizer_runs_in_float32_under_autocast():
+    opt, w0, feat, boxes = _toy_problem()
+    opt = opt.float()
+    feat16 = feat.to(torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = opt(w0.float(), feat16, boxes.float(), compute_losses=True)
+    plain = opt(w0.float(), feat16.float(), boxes.float(), compute_losses=True)
+    assert mixed.filters.dtype == torch.float32
+    torch.testing.assert_close(mixed.filters, plain.filters)
+    assert mixed.losses[-1] < 0.5 * mixed.losses[0]
