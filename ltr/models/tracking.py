@@ -4,7 +4,11 @@ Geometry: images are crops (ImageNet-normalised RGB), boxes are xywh in crop pix
 layer3 (stride 16), the box head on layer2 (stride 8) and layer3. For a crop of H x W pixels the feature map
 is ceil(H/16) x ceil(W/16) and the score map one cell larger for DiMP's even filter size 4 (see
 :mod:`ltr.models.target_classifier.filter_ops` for which pixel a score cell stands for);
-:meth:`DiMPNet.score_map_size` gives it, and the data pipeline's labels must have that size.
+:meth:`DiMPNet.score_map_size` gives it. Labels of that size (``DataConfig(label_end_pad=True)``, as in the
+reference) train the whole map; labels one cell smaller per side train all but its last row and column.
+
+Training-time LR groups (:func:`lr_groups`) name the parts by module prefix: ``backbone``,
+``classifier.feature_head``, ``classifier.initializer``, ``classifier.optimizer``, ``box_head``.
 
 :func:`build_dimpnet` builds the network from a :class:`NetConfig` (plain data, saved with checkpoints and
 rebuilt with ``ltr.admin.config.from_dict``); the modules themselves take typed keyword arguments only.
