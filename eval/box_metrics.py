@@ -21,7 +21,8 @@ def iou_xywh(pred: np.ndarray, gt: np.ndarray, *, union_eps: float = 0.0, clip: 
     """IoU of matching rows of two (N, 4) xywh arrays -> (N,) float64.
 
     Intersection sides are clamped at 0; union = w1*h1 + w2*h2 - inter (+ ``union_eps``). A zero union gives
-    NaN (0/0), which every curve counts as a failure. ``clip`` clamps the result to [0, 1].
+    NaN (0/0), which every curve counts as a failure. Values above 1 (float rounding of identical boxes)
+    become 1; ``clip`` also clamps below at 0 (only reachable with negative sizes).
     """
     a = _as_boxes(pred, "pred")
     b = _as_boxes(gt, "gt")
@@ -35,9 +36,9 @@ def iou_xywh(pred: np.ndarray, gt: np.ndarray, *, union_eps: float = 0.0, clip: 
     union = a[:, 2] * a[:, 3] + b[:, 2] * b[:, 3] - inter + union_eps
     with np.errstate(divide="ignore", invalid="ignore"):
         iou = inter / union
-    if clip:
-        iou = np.clip(iou, 0.0, 1.0)
-    return iou
+    # (x + w) - x can exceed w by one ulp, so identical float boxes may give 1 + 2e-16, which would pass the
+    # threshold 1.0; every IoU above 1 is such an artefact, so the upper bound is always applied.
+    return np.clip(iou, 0.0, 1.0) if clip else np.minimum(iou, 1.0)
 
 
 def centers_xywh(boxes: np.ndarray, offset: float = -1.0) -> np.ndarray:

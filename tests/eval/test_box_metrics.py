@@ -17,6 +17,12 @@ def test_iou_hand_values():
     np.testing.assert_allclose(iou_xywh(pred, gt), [25 / 175, 1.0, 0.0, 50 / 150])
 
 
+def test_identical_float_boxes_give_exactly_one():
+    # (13.4 + 21.35) - 13.4 = 21.350000000000005: without the bound the IoU is 1 + 2e-16 and passes t = 1
+    boxes = np.array([[13.4, 40.31, 21.35, 27.23], [0.1, 0.2, 0.7, 0.3]])
+    assert (iou_xywh(boxes, boxes) == 1.0).all()
+
+
 def test_zero_union_is_nan_and_eps_keeps_it_finite():
     z = np.zeros((1, 4))
     assert math.isnan(iou_xywh(z, z)[0])
@@ -61,7 +67,7 @@ def test_iou_symmetric_and_bounded(pairs):
     b = np.array([p[1] for p in pairs])
     ab, ba = iou_xywh(a, b), iou_xywh(b, a)
     np.testing.assert_allclose(ab, ba, rtol=1e-12, atol=1e-12)
-    assert np.all(ab >= 0.0) and np.all(ab <= 1.0 + 1e-12)
+    assert np.all(ab >= 0.0) and np.all(ab <= 1.0)
     np.testing.assert_allclose(iou_xywh(a, a), 1.0)
 
 

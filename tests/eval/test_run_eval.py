@@ -145,3 +145,18 @@ def test_run_eval_protocol_override(setup, capsys):
     data = json.loads((setup / "o" / "results.json").read_text())
     assert data["dimp/good"]["auc"] == pytest.approx(100 * 20 / 21)
     assert data["dimp/good"]["protocol"] == "pytracking"
+
+
+def test_synthetic_dataset_perfect_tracker_scores_its_visible_fraction():
+    from eval.evaluation import evaluate_run, make_inputs
+    from eval.ground_truth import load_ground_truth
+    from eval.protocols import protocol_for_dataset
+
+    gt = load_ground_truth("synthetic", split="val", num_sequences=2, num_frames=30)
+    assert len(gt) == 2
+    preds = {g.name: g.boxes.copy() for g in gt}
+    scores = evaluate_run(make_inputs(gt, preds), protocol_for_dataset("synthetic")).scores
+    # a perfect tracker passes every threshold below 1 on exactly the valid, visible frames
+    usable = [np.mean(g.visible & (g.boxes[:, 2] > 0) & (g.boxes[:, 3] > 0)) for g in gt]
+    assert scores["op50"] == pytest.approx(100 * np.mean(usable))
+    assert scores["auc"] == pytest.approx(100 * np.mean(usable) * 20 / 21)
