@@ -12,6 +12,7 @@ from types import ModuleType
 #: module name -> Python module implementing it.
 MODULES: dict[str, str] = {
     "regression_1d": "ltr.train_settings.regression_1d",
+    "dimp": "ltr.train_settings.dimp",
 }
 
 

@@ -36,7 +36,11 @@ class LRScheduleHook(Hook):
 
 
 class ValidationHook(Hook):
-    """Evaluate on ``loader`` every ``every`` epochs and after the last epoch; appends a ``val`` record."""
+    """Evaluate on ``loader`` every ``every`` epochs and after the last epoch; appends a ``val`` record.
+
+    The loader's epoch is never advanced, so a seeded validation loader gives the same samples every time
+    and the validation numbers of different epochs are comparable.
+    """
 
     priority = 20
 
@@ -48,9 +52,6 @@ class ValidationHook(Hook):
 
     def after_epoch(self, trainer: Trainer) -> None:
         if trainer.epoch % self.every == 0 or trainer.epoch == trainer.epochs:
-            set_epoch = getattr(getattr(self.loader, "sampler", None), "set_epoch", None)
-            if callable(set_epoch):
-                set_epoch(trainer.epoch)
             trainer.history.append(trainer.evaluate(self.loader, phase="val"))
 
 

@@ -229,7 +229,13 @@ class Trainer:
             print(message, file=sys.stderr, flush=True)
 
     def _default_batch_size(self, batch: Any) -> int:
-        loader = self.train_loader
+        return self._count_samples(self.train_loader, batch)
+
+    def _count_samples(self, loader: Any, batch: Any) -> int:
+        """Samples in ``batch`` from ``loader``: ``batch_size_fn`` if given, else the loader's ``batch_size``
+        when it drops partial batches, else dim 0 of the first tensor."""
+        if self._custom_batch_size_fn is not None:
+            return int(self._custom_batch_size_fn(batch))
         size = getattr(loader, "batch_size", None)
         if isinstance(size, int) and getattr(loader, "drop_last", False):
             return size
@@ -237,12 +243,6 @@ class Trainer:
         if t is None or t.dim() == 0:
             raise ValueError("cannot count the samples of a batch without tensors; pass batch_size_fn")
         return int(t.shape[0])
-
-    def _eval_batch_size(self, batch: Any) -> int:
-        if self._custom_batch_size_fn is not None:
-            return self._custom_batch_size_fn(batch)
-        t = first_tensor(batch)
-        return int(t.shape[0]) if t is not None and t.dim() else 1
 
     def _set_mode(self, train: bool) -> None:
         mode_fn = getattr(self.actor, "train", None)
@@ -458,7 +458,7 @@ class Trainer:
                 batch = move_to_device(batch, self.device)
                 with torch.autocast(device_type=self.device.type, dtype=torch.float16, enabled=self.amp):
                     loss, stats = self.actor(batch)
-                meter.add({"loss": loss, **stats}, self._eval_batch_size(batch))
+                meter.add({"loss": loss, **stats}, self._count_samples(loader, batch))
                 steps += 1
         finally:
             self._set_mode(True)

@@ -1,0 +1,151 @@
+"""Run a DiMP train setting: check inputs, build network / actor / loaders from the config, train.
+
+``python ltr/run_training.py dimp <setting> [key=value ...] [--resume] [--device ...] [--visdom]``, or with
+``torchrun --nproc_per_node=N ltr/run_training.py dimp <setting> ...`` for DistributedDataParallel (each rank
+draws its own samples; ``data.samples_per_epoch`` and ``data.batch_size`` stay per-run and per-rank
+respectively, as with the reference's loaders).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ltr.admin.config import ConfigError, to_dict
+from ltr.admin.paths import DATASET_VARS, lookup
+from ltr.dataset.base import DatasetError, SequenceDataset
+from ltr.train_settings.dimp.base import DiMPTrainConfig
+
+#: Datasets that ship with the code (no environment variable needed).
+EMBEDDED = ("synthetic",)
+TINY_HINT = "`python ltr/run_training.py dimp nce_plus_tiny` trains on the embedded synthetic videos instead"
+
+
+def parse_dataset_spec(spec: str) -> tuple[str, str | None]:
+    """``"got10k:vottrain"`` -> ``("got10k", "vottrain")``; ``"coco"`` -> ``("coco", None)``."""
+    name, _, split = spec.partition(":")
+    if not name:
+        raise ConfigError(f"dataset spec {spec!r}: expected name or name:split")
+    return name, split or None
+
+
+def preflight(config: DiMPTrainConfig, setting: str) -> None:
+    """Fail at once, before anything is built, when datasets or pretrained weights are missing.
+
+    The error names every missing environment variable (and weights file) together, and points to the
+    setting that runs on the embedded data.
+    """
+    specs = list(config.data.datasets) + list(config.data.val_datasets)
+    missing: list[str] = []
+    for spec in specs:
+        name, _ = parse_dataset_spec(spec)
+        if name in EMBEDDED:
+            continue
+        var = DATASET_VARS.get(name)
+        if var is None:
+            raise ConfigError(
+                f"data.datasets: unknown dataset {name!r} in {spec!r}; known: {sorted(DATASET_VARS)}"
+            )
+        root = lookup(var)
+        if root is None:
+            missing.append(f"{var} (for {spec})")
+        elif not Path(root).is_dir():
+            missing.append(f"{var}={root} is not a directory (for {spec})")
+    problems = []
+    if missing:
+        problems.append("dataset roots are not configured: " + "; ".join(dict.fromkeys(missing)))
+    if config.net.pretrained:
+        from ltr.models.backbone import pretrained_weights_path
+
+        weights = pretrained_weights_path(config.net.backbone)
+        if not weights.is_file():
+            problems.append(
+                f"the ImageNet weights of {config.net.backbone} are not at {weights} (copy them there)"
+            )
+    if problems:
+        raise DatasetError(
+            f"{setting} cannot start: " + " AND ".join(problems) + ". Set the environment variables (or add "
+            f"them to the paths file, see ltr/admin/paths.py); {TINY_HINT}."
+        )
+
+
+def build_datasets(specs: Sequence[str], options: dict[str, Any]) -> list[SequenceDataset]:
+    """The sequence datasets named by ``specs`` (``name[:split]``), with per-name factory ``options``."""
+    from ltr.dataset.registry import get_dataset
+
+    return [
+        get_dataset(name, split=split, **dict(options.get(name, {})))
+        for name, split in map(parse_dataset_spec, specs)
+    ]
+
+
+def samples_in_batch(batch: dict[str, Any]) -> int:
+    """B of a batch in the data pipeline's (S, B, ...) layout."""
+    return int(batch["test_images"].shape[1])
+
+
+def train(
+    config: DiMPTrainConfig,
+    *,
+    setting: str,
+    workspace: Path,
+    resume: bool = False,
+    device: str = "auto",
+    visdom: bool = False,
+) -> list[dict[str, Any]]:
+    """Train ``config`` as ``setting`` (``"dimp/<name>"``) into ``<workspace>/checkpoints/dimp/<name>``.
+
+    Returns the stats history (one record per epoch and phase).
+    """
+    preflight(config, setting)
+    from ltr.actors import DiMPActor
+    from ltr.data.loader import TrainingLoader
+    from ltr.data.sampler import TrackingSampler
+    from ltr.ebm import build_method
+    from ltr.models.tracking import build_dimpnet, lr_groups
+    from ltr.trainers import build_trainer, finish, prepare, resolve_device
+
+    info = prepare(device, config.trainer.seed)
+    try:
+        dev = resolve_device(device, info)
+        net = build_dimpnet(config.net)
+        data = config.data
+        actor = DiMPActor(
+            net, build_method(data.box_method, **dict(data.box_method_kwargs)), config.box_weight
+        )
+        train_sets = build_datasets(data.datasets, config.dataset_options)
+        train_loader = TrainingLoader(
+            TrackingSampler.from_config(
+                data, train_sets, training=True, rank=info.rank, world_size=info.world_size
+            ),
+            batch_size=data.batch_size,
+            num_workers=data.num_workers,
+            device=dev,
+        )
+        val_loader = None
+        if data.val_datasets and data.val_samples_per_epoch > 0:
+            val_sets = build_datasets(data.val_datasets, config.dataset_options)
+            val_sampler = TrackingSampler.from_config(
+                data, val_sets, training=False, rank=info.rank, world_size=info.world_size
+            )
+            val_loader = TrainingLoader(
+                val_sampler, batch_size=data.batch_size, num_workers=data.num_workers, device=dev
+            )
+        trainer = build_trainer(
+            actor=actor,
+            net=net,
+            lr_groups=lr_groups(**to_dict(config.lr)),
+            train_loader=train_loader,
+            val_loader=val_loader,
+            cfg=config.trainer,
+            setting=setting,
+            workspace=workspace,
+            config=to_dict(config),
+            device=dev,
+            visdom=visdom,
+            batch_size_fn=samples_in_batch,
+        )
+        return trainer.train(resume=resume)
+    finally:
+        finish()
