@@ -101,7 +101,8 @@ def sequence_curves(errors: FrameErrors, thresholds: ThresholdSet, protocol: Pro
         "norm_center",
     )
     w = errors.valid.astype(np.float64)
-    iou_sum = np.bincount(ids, weights=np.where(errors.valid, errors.values["iou"], 0.0), minlength=n)
+    iou = np.clip(errors.values["iou"], 0.0, 1.0)  # sentinels (-1 fail) add 0
+    iou_sum = np.bincount(ids, weights=np.where(errors.valid, iou, 0.0), minlength=n)
     n_valid = np.bincount(ids, weights=w, minlength=n)
     with np.errstate(invalid="ignore", divide="ignore"):
         avg_overlap = iou_sum / n_valid

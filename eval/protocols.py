@@ -191,6 +191,12 @@ PROTOCOLS: dict[str, Protocol] = {
             invalid_gt_center="success",
         ),
         _PYTRACKING.with_options(
+            name="pytracking_nfs",
+            description="pytracking for NfS read from the raw VATIC files: frames without an annotation (NaN "
+            "rows) are invalid frames instead of an exception (pytracking's repackaged NfS has none)",
+            nan_gt="invalid",
+        ),
+        _PYTRACKING.with_options(
             name="pytracking_lasot",
             description="pytracking for LaSOT: invisible frames fail all metrics, shorter results are errors",
             use_visibility=True,
@@ -296,7 +302,7 @@ DATASET_PROTOCOLS: dict[str, str] = {
     "lasot": "lasot_matlab",
     "lasot_test": "lasot_matlab",
     "uav": "pytracking_uav",
-    "nfs": "pytracking",
+    "nfs": "pytracking_nfs",
     "got10k_val": "got10k_val",
     "trackingnet": "trackingnet",
     "synthetic": "pytracking_visibility",

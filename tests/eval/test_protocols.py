@@ -213,3 +213,12 @@ def test_partial_nan_rows_otb_vs_lasot():
     assert run("otb_matlab", seq(pred, gt))["auc"] == pytest.approx(100 * (7 * 2 / 3 + 13 / 3) / 21)
     # LaSOT's toolkit replaces any row with a NaN: IoU 1, 1/3, 1/3
     assert run("lasot_matlab", seq(pred, gt))["auc"] == pytest.approx(100 * (7 + 13 / 3) / 21)
+
+
+def test_got10k_per_sequence_ao_ignores_sentinels():
+    gt = [BOX] * 4
+    pred = [BOX, BOX, [np.nan] * 4, [6, 1, 10, 10]]  # frame 0 excluded; IoU 1, NaN (adds 0), 1/3
+    item = seq(pred, gt, name="a", cover=np.full(4, 8), image_wh=(100, 100))
+    result = evaluate_run([item], get_protocol("got10k_val"))
+    assert result.sequences["a"]["ao"] == pytest.approx(100 * (1 + 0 + 1 / 3) / 3)
+    assert result.scores["ao"] == pytest.approx(100 * (1 + 0 + 1 / 3) / 3)
