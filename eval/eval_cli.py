@@ -27,6 +27,8 @@ from ltr.admin.io import atomic_write_text
 from ltr.admin.paths import workspace_dir
 from ltr.dataset.base import DatasetError
 
+#: evaluation name -> registry name where they differ: ``--dataset lasot`` means the 280 test sequences.
+REGISTRY_NAMES = {"lasot": "lasot_test"}
 DATASET_CHOICES = sorted(
     set(DATASET_PROTOCOLS) | {"otb", "lasot", "uav", "nfs", "got10k_val", "synthetic", "folder"}
 )
@@ -38,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dataset", required=True, choices=DATASET_CHOICES, help="dataset name in ltr.dataset.registry"
     )
     p.add_argument("--trackers", required=True, nargs="+", metavar="TRACKER/PARAM", help="e.g. dimp/nce_plus")
+    p.add_argument("--split", default=None, help="dataset split, e.g. UAV20L for --dataset uav")
     p.add_argument("--root", default=None, help="dataset root (default: the dataset's environment variable)")
     p.add_argument("--results", default=None, help="results root (default: $LTR_WORKSPACE/results)")
     p.add_argument(
@@ -121,7 +124,12 @@ def main(argv: Seq[str] | None = None) -> int:
         protocol = get_protocol(args.protocol) if args.protocol else protocol_for_dataset(args.dataset)
         from eval.ground_truth import load_ground_truth
 
-        ground_truth = load_ground_truth(args.dataset, args.root, need_image_size=protocol.clip_to_image)
+        ground_truth = load_ground_truth(
+            REGISTRY_NAMES.get(args.dataset, args.dataset),
+            args.root,
+            need_image_size=protocol.clip_to_image,
+            **({"split": args.split} if args.split else {}),
+        )
         results_dir = Path(args.results) if args.results else workspace_dir() / "results"
         names = [g.name for g in ground_truth]
         loaded = [
