@@ -213,8 +213,27 @@ PROTOCOLS: dict[str, Protocol] = {
         ),
         Protocol(
             name="got10k_toolkit",
-            description="got10k toolkit ExperimentOTB/LaSOT/UAV123/NfS: continuous IoU (+eps, clipped), "
-            "length mismatch truncates both, NaN GT rows dropped, norm. precision = area of 51-point curve",
+            description="got10k toolkit ExperimentOTB/UAV123/NfS: continuous IoU (+eps, clipped), length "
+            "mismatch truncates both, no bad-row fixes (NaN rows fail, GT NaN rows included)",
+            nan_prediction="score",
+            negative_size_prediction="score",
+            zero_size_prediction="score",
+            longer_prediction="truncate",
+            shorter_prediction="truncate_gt",
+            gt_valid_rule="any",
+            invalid_gt_iou="score",
+            invalid_gt_center="score",
+            invalid_gt_norm_center="score",
+            iou_union_eps=float(np.finfo(np.float64).eps),
+            clip_iou=True,
+            norm_size_floor=1.0,
+            thresholds="got10k",
+            norm_precision_score="area",
+        ),
+        Protocol(
+            name="got10k_toolkit_lasot",
+            description="got10k toolkit ExperimentLaSOT: as got10k_toolkit, but NaN GT rows are dropped; "
+            "absent flags ignored; norm. precision = area of the 51-point curve, error / max(1, GT w, h)",
             nan_prediction="score",
             negative_size_prediction="score",
             zero_size_prediction="score",

@@ -222,3 +222,12 @@ def test_got10k_per_sequence_ao_ignores_sentinels():
     result = evaluate_run([item], get_protocol("got10k_val"))
     assert result.sequences["a"]["ao"] == pytest.approx(100 * (1 + 0 + 1 / 3) / 3)
     assert result.scores["ao"] == pytest.approx(100 * (1 + 0 + 1 / 3) / 3)
+
+
+def test_got10k_toolkit_nan_gt_rows_otb_vs_lasot_experiment():
+    gt = [BOX, [np.nan] * 4, BOX, BOX]
+    pred = [BOX, BOX, BOX, FAR]
+    # OTB/UAV experiment: the NaN row is a counted failure: IoU 1, NaN, 1, 0 -> 2/4
+    assert run("got10k_toolkit", seq(pred, gt))["op50"] == pytest.approx(50.0)
+    # LaSOT experiment drops NaN GT rows: 2 of 3
+    assert run("got10k_toolkit_lasot", seq(pred, gt))["op50"] == pytest.approx(100 * 2 / 3)
