@@ -151,3 +151,29 @@ def test_actor_through_a_distributed_wrapper_matches_the_plain_network(tmp_path,
     assert wrapped.item() == pytest.approx(plain.item(), rel=1e-5)
     assert net.box_head.predictor.weight.grad is not None
     assert torch.isfinite(stats["box/score_gap"])
+
+
+@pytest.mark.slow
+def test_training_on_fresh_batches_generalises_to_held_out_batches():
+    torch.manual_seed(0)
+    net = build_dimpnet(tiny_net_config())
+    actor = DiMPActor(net, build_method("nce_plus", **NCE_PLUS))
+    optim = torch.optim.Adam(net.parameters(), lr=1e-3)
+    held_out = [make_batch("nce_plus", NCE_PLUS, batch_size=4, seed=10_000 + i) for i in range(2)]
+
+    def evaluate() -> dict[str, float]:
+        actor.train(False)
+        with torch.no_grad():
+            stats = [actor(b)[1] for b in held_out]
+        actor.train(True)
+        return {k: sum(s[k].item() for s in stats) / len(stats) for k in ("clf/final", "loss/box")}
+
+    before = evaluate()
+    for i in range(60):
+        loss, _ = actor(make_batch("nce_plus", NCE_PLUS, batch_size=4, seed=i))
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+    after = evaluate()
+    assert after["clf/final"] < 0.3 * before["clf/final"], (before, after)
+    assert after["loss/box"] < 0.6 * before["loss/box"], (before, after)
