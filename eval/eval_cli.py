@@ -80,7 +80,11 @@ def evaluate(
     out = []
     for res in loaded:
         runs = [make_inputs(ground_truth, boxes, paths) for boxes, paths in zip(res.runs, res.paths)]
-        out.append(evaluate_tracker(res.key, runs, protocol, flags or None))
+        evaluation = evaluate_tracker(res.key, runs, protocol, flags or None)
+        fps = res.fps([g.name for g in ground_truth])
+        if fps is not None:
+            evaluation.scores["fps"] = fps
+        out.append(evaluation)
     return out
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from eval.frame_errors import ResultError
-from eval.result_files import read_result_file, run_directories
+from eval.result_files import read_result_file, read_times, run_directories
 from ltr.admin.io import atomic_write
 
 TIME_SUFFIX = "_time.txt"
@@ -45,18 +45,6 @@ def _boxes_text(path: Path, decimals: int) -> str:
         raise ResultError(f"{path}:{bad[0] + 1}: non-finite box {boxes[bad[0]].tolist()} cannot be submitted")
     fmt = f"%.{decimals}f"
     return "\n".join(",".join(fmt % v for v in row) for row in boxes) + "\n"
-
-
-def _read_times(path: Path) -> np.ndarray:
-    values = []
-    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            values.append(float(line.split()[0].split(",")[0]))
-        except ValueError as err:
-            raise ResultError(f"{path}:{lineno}: expected a time in seconds, got {line.strip()!r}") from err
-    return np.asarray(values, dtype=np.float64)
 
 
 def _write_zip(out: Path, members: dict[str, str]) -> None:
@@ -94,7 +82,7 @@ def pack_got10k(
         for r, folder in enumerate(folders, start=1):
             members[f"{name}/{name}_{r:03d}.txt"] = _boxes_text(folder / f"{name}.txt", decimals)
             tpath = folder / f"{name}{TIME_SUFFIX}"
-            times.append(_read_times(tpath) if tpath.is_file() else None)
+            times.append(read_times(tpath) if tpath.is_file() else None)
         if all(t is None for t in times):
             warnings.append(f"{name}: no {name}{TIME_SUFFIX} in any run; the time file is left out")
             continue

@@ -34,11 +34,15 @@ def score_columns(protocol: Protocol) -> list[str]:
 
 
 def results_table(evaluations: Seq[TrackerEvaluation], protocol: Protocol) -> pd.DataFrame:
-    """One row per tracker ("tracker/param"), one column per score (percent), plus the number of runs."""
+    """One row per tracker ("tracker/param"), one column per score (percent), the number of runs and, when
+    time files exist, frames per second."""
     cols = score_columns(protocol)
-    rows = {
-        e.key: {COLUMN_NAMES[c]: e.scores[c] for c in cols} | {"Runs": len(e.run_scores)} for e in evaluations
-    }
+    with_fps = any("fps" in e.scores for e in evaluations)
+    rows = {}
+    for e in evaluations:
+        rows[e.key] = {COLUMN_NAMES[c]: e.scores[c] for c in cols} | {"Runs": len(e.run_scores)}
+        if with_fps:
+            rows[e.key]["FPS"] = e.scores.get("fps", float("nan"))
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "Tracker"
     return df

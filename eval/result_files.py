@@ -102,13 +102,44 @@ def run_directories(results_dir: str | Path, tracker: str, param: str) -> list[t
 
 @dataclass
 class TrackerResults:
-    """Loaded results of one ``tracker/param``: runs[r][seq] = (N, 4) xywh; paths[r][seq] = the file."""
+    """Loaded results of one ``tracker/param``: runs[r][seq] = (N, 4) xywh; paths[r][seq] = the file;
+    times[r][seq] = (N,) seconds per frame from ``{seq}_time.txt`` where that file exists."""
 
     key: str
     run_ids: list[int | None]
     runs: list[dict[str, np.ndarray]]
     paths: list[dict[str, Path]]
     missing: dict[str, list[str]] = field(default_factory=dict)  # run folder -> missing sequence names
+    times: list[dict[str, np.ndarray]] = field(default_factory=list)
+
+    def fps(self, sequences: list[str]) -> float | None:
+        """Frames per second: mean of 1/t over all positive frame times of the given sequences and all runs
+        (the got10k toolkit's pooled definition); None unless every run has a time file for every one."""
+        pooled = []
+        for run in self.times:
+            if not all(name in run for name in sequences):
+                return None
+            pooled.extend(run[name] for name in sequences)
+        if not pooled:
+            return None
+        t = np.concatenate(pooled)
+        t = t[np.isfinite(t) & (t > 0)]
+        return float(np.mean(1.0 / t)) if t.size else None
+
+
+def read_times(path: str | Path) -> np.ndarray:
+    """A ``{seq}_time.txt`` file -> (N,) seconds (first number of each line). Errors name ``file:line``."""
+    path = Path(path)
+    values = []
+    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+        token = line.replace(",", " ").split()[:1]
+        if not token:
+            continue
+        try:
+            values.append(float(token[0]))
+        except ValueError as err:
+            raise ResultError(f"{path}:{lineno}: expected a time in seconds, got {line.strip()!r}") from err
+    return np.asarray(values, dtype=np.float64)
 
 
 def load_tracker_results(
@@ -126,6 +157,7 @@ def load_tracker_results(
     for run_id, folder in run_directories(results_dir, tracker, param):
         boxes: dict[str, np.ndarray] = {}
         paths: dict[str, Path] = {}
+        times: dict[str, np.ndarray] = {}
         missing = []
         for name in sequences:
             path = folder / f"{name}.txt"
@@ -134,6 +166,9 @@ def load_tracker_results(
                 continue
             boxes[name] = read_result_file(path)
             paths[name] = path
+            time_path = folder / f"{name}_time.txt"
+            if time_path.is_file():
+                times[name] = read_times(time_path)
         if missing and not allow_missing:
             shown = ", ".join(str(folder / f"{m}.txt") for m in missing[:3])
             more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
@@ -146,4 +181,5 @@ def load_tracker_results(
         out.run_ids.append(run_id)
         out.runs.append(boxes)
         out.paths.append(paths)
+        out.times.append(times)
     return out

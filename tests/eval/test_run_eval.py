@@ -39,6 +39,8 @@ def setup(tmp_path):
     for run in ("good_000", "good_001"):
         write_result(results / "dimp" / run / "seqA.txt", [BOX] * 5)
         write_result(results / "dimp" / run / "seqB.txt", [BOX] * 4, delim=",")
+        (results / "dimp" / run / "seqA_time.txt").write_text("0.1\n" * 4 + "0.05\n")  # 1/t: 10 x4, 20
+        (results / "dimp" / run / "seqB_time.txt").write_text("0.1\n0.1\n0.25\n0\n")  # 10, 10, 4; 0 ignored
     write_result(results / "dimp" / "bad" / "seqA.txt", [BOX] * 5)
     write_result(results / "dimp" / "bad" / "seqB.txt", [BOX] + [FAR] * 3, delim=" ")
     return tmp_path
@@ -65,7 +67,9 @@ def test_run_eval_end_to_end(setup, capsys):
     printed = capsys.readouterr().out
     assert "protocol pytracking_visibility" in printed
     # CSV table printed: good AUC = (4/5 + 1)/2 * 20/21 (absent frame 3 of seqA fails)
-    assert "dimp/good,85.71,90.00,90.00,90.00,90.00,2" in printed
+    # FPS pooled over frames and runs: mean(10, 10, 10, 10, 20, 10, 10, 4) = 84 / 8 = 10.5; none for 'bad'
+    assert "dimp/good,85.71,90.00,90.00,90.00,90.00,2,10.50" in printed
+    assert "dimp/bad,50.00," in printed
     data = json.loads((out / "results.json").read_text())
     assert set(data) == {"dimp/good", "dimp/bad"}
     good, bad = data["dimp/good"], data["dimp/bad"]
@@ -76,6 +80,7 @@ def test_run_eval_end_to_end(setup, capsys):
             assert set(seq) == {"auc", "precision", "norm_precision"}
     assert good["auc"] == pytest.approx(100 * 0.9 * 20 / 21)
     assert good["num_runs"] == 2 and bad["num_runs"] == 1
+    assert good["fps"] == pytest.approx(10.5) and "fps" not in bad
     assert good["sequences"]["seqA"]["auc"] == pytest.approx(100 * 0.8 * 20 / 21)
     # bad: seqB only frame 0 right: AUC (0.8 + 0.25)/2 * 20/21, precision (0.8 + 0.25)/2
     assert bad["auc"] == pytest.approx(100 * 0.525 * 20 / 21)
