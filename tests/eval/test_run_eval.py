@@ -165,3 +165,42 @@ def test_synthetic_dataset_perfect_tracker_scores_its_visible_fraction():
     usable = [np.mean(g.visible & (g.boxes[:, 2] > 0) & (g.boxes[:, 3] > 0)) for g in gt]
     assert scores["op50"] == pytest.approx(100 * np.mean(usable))
     assert scores["auc"] == pytest.approx(100 * np.mean(usable) * 20 / 21)
+
+
+def test_run_eval_got10k_val_reads_cover_and_resolution(tmp_path, capsys):
+    name = "GOT-10k_Val_000001"
+    seq_dir = tmp_path / "got10k" / "val" / name
+    seq_dir.mkdir(parents=True)
+    (tmp_path / "got10k" / "val" / "list.txt").write_text(name + "\n")
+    for i in range(4):
+        cv2.imwrite(str(seq_dir / f"{i + 1:08d}.jpg"), np.zeros((16, 16, 3), np.uint8))
+    (seq_dir / "groundtruth.txt").write_text("1,1,10,10\n90,90,20,20\n50,50,10,10\n10,10,10,10\n")
+    (seq_dir / "cover.label").write_text("8\n8\n0\n8\n")
+    (seq_dir / "absence.label").write_text("0\n0\n1\n0\n")
+    (seq_dir / "meta_info.ini").write_text("[METAINFO]\nobject_class: cat\nresolution: (100, 100)\n")
+    # frame 0 excluded; frame 1: GT clipped to the 100 x 100 image equals the prediction (IoU 1);
+    # frame 2: cover 0, excluded; frame 3: shifted by 5 px, IoU 50/150
+    write_result(
+        tmp_path / "results" / "dimp" / "p_000" / f"{name}.txt",
+        [[0, 0, 1, 1], [90, 90, 10, 10], [0, 0, 1, 1], [15, 10, 10, 10]],
+        delim=",",
+    )
+    argv = [
+        "--dataset",
+        "got10k_val",
+        "--root",
+        str(tmp_path / "got10k"),
+        "--results",
+        str(tmp_path / "results"),
+        "--trackers",
+        "dimp/p",
+        "--out",
+        str(tmp_path / "out"),
+        "--no-plots",
+    ]
+    assert main(argv) == 0
+    assert "protocol got10k_val" in capsys.readouterr().out
+    entry = json.loads((tmp_path / "out" / "results.json").read_text())["dimp/p"]
+    assert entry["ao"] == pytest.approx(100 * (1 + 1 / 3) / 2)
+    assert entry["sr50"] == pytest.approx(50.0)
+    assert len(entry["curves"]["success"]["values"]) == 101
