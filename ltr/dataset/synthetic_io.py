@@ -141,12 +141,13 @@ def write_sequence(
     class_name: str,
     name: str,
     quality: int = 90,
-    io_threads: int = 2,
+    io_threads: int = 4,
 ) -> WriteStats:
     """Simulate, render and write sequence ``index`` under ``root``; returns per-stage timings.
 
     Rendering runs on the calling thread while ``io_threads`` threads JPEG-encode and write (both release
-    the GIL), keeping at most 16 frames in flight.
+    the GIL; the fsync of each atomic write mostly waits on the disk, so several overlap), keeping at most
+    16 frames in flight.
     """
     folder = sequence_dir(Path(root), layout, class_name, name)
     stats = WriteStats()

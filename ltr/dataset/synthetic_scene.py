@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
-from scipy.interpolate import CubicSpline
+from scipy.interpolate import PchipInterpolator
 
 from ltr.dataset.synthetic_texture import (
     SHAPE_KINDS,
@@ -222,13 +222,13 @@ def _trajectory(
     cfg: SyntheticConfig,
     n: int,
     radius: float,
-    exit_out: float | None,
+    exit_out: tuple[float, float] | None,
 ) -> np.ndarray:
     """(n, 2) smooth centre path through random waypoints.
 
     Waypoints lie in the image (centres at least ``0.6 * radius`` from the border); segment speeds differ.
     With ``exit_out``, from the waypoint before a random time in [0.3, 0.7] n the path heads briskly for the
-    nearest border, passes ``exit_out`` pixels beyond it (out of view) and comes back in.
+    nearest border, passes ``exit_out`` (x, y) pixels beyond it (out of view) and comes back in.
     """
     w, h, unit = cfg.width, cfg.height, cfg.unit
     mx, my = min(0.6 * radius, w / 2 - 1), min(0.6 * radius, h / 2 - 1)
@@ -258,20 +258,24 @@ def _trajectory(
             gaps = np.array([last[0], last[1], w - last[0], h - last[1]])
             side = int(np.argmin(gaps))
             p = last + rng.normal(0, 0.1 * unit, 2)
-            p[side % 2] = -exit_out if side < 2 else (w if side == 2 else h) + exit_out
+            out = exit_out[side % 2]
+            p[side % 2] = -out if side < 2 else (w if side == 2 else h) + out
             dt = max(np.linalg.norm(p - last) / (fastest * rng.uniform(0.5, 1.0)), 8.0)
             exit_time, returning = None, side
         points.append(p)
         times.append(times[-1] + dt)
-    spline = CubicSpline(np.asarray(times), np.asarray(points), bc_type="natural")
-    t = np.arange(n, dtype=np.float64)
-    path = spline(t)
-    if n > 1:
-        fastest = np.linalg.norm(np.diff(path, axis=0), axis=1).max()
-        cap = cfg.max_speed * unit
-        if fastest > cap:  # slow the whole clip down: velocities scale linearly with the time factor
-            path = spline(t * cap / fastest)
-    return path
+    # Monotone (PCHIP) interpolation: C1-smooth and, unlike a natural spline, never overshoots a waypoint,
+    # so paths stay where the waypoints put them (in the image, or just beyond the exit border).
+    spline = PchipInterpolator(np.asarray(times), np.asarray(points), axis=0)
+    # Walk along the spline one frame at a time, slowing down only where it would exceed the speed cap.
+    cap = cfg.max_speed * unit
+    fine = np.arange(0.0, times[-1] + 1.0, 0.25)
+    speed_at = np.linalg.norm(spline(fine, 1), axis=1)
+    tau = np.zeros(n)
+    for k in range(1, n):
+        v = np.interp(tau[k - 1], fine, speed_at)
+        tau[k] = tau[k - 1] + min(1.0, 0.95 * cap / max(v, 1e-9))
+    return spline(tau)
 
 
 def _extent(rng: np.random.Generator, cfg: SyntheticConfig, n: int, size: float, aspect: float) -> np.ndarray:
@@ -291,10 +295,13 @@ def _moving_object(
     """
     n = cfg.num_frames
     extent = _extent(rng, cfg, n, size, aspect)
-    # The outline lies in the box [-1, 1]^2 scaled by (half_w, half_h): its circumradius is at most the
-    # half-diagonal; aiming about that far beyond a border (the spline overshoots a little) hides it.
-    radius = float(np.hypot(extent[:, 0], extent[:, 1]).max())
-    exit_out = radius * rng.uniform(0.9, 1.15) if rng.random() < exit_prob else None
+    # The outline lies in the box [-1, 1]^2 scaled by (half_w, half_h) and rotated: its half-extent along x
+    # is at most |hw cos a| + |hh sin a| (y: |hw sin a| + |hh cos a|), so a centre that far beyond a border
+    # has the whole object outside.
+    hw, hh, cos, sin = extent[:, 0], extent[:, 1], np.abs(np.cos(extent[:, 2])), np.abs(np.sin(extent[:, 2]))
+    reach = (float((hw * cos + hh * sin).max()), float((hw * sin + hh * cos).max()))
+    radius = float(np.hypot(hw, hh).max())
+    exit_out = tuple(r * rng.uniform(1.02, 1.15) for r in reach) if rng.random() < exit_prob else None
     path = _trajectory(rng, cfg, n, radius, exit_out)
     return np.concatenate([path, extent], axis=1), path
 
@@ -339,11 +346,11 @@ def _occluder(
     full = rng.random() < cfg.full_occlusion_prob
     t_vel = (path[min(te + 1, n - 1)] - path[max(te - 1, 0)]) / 2.0
     heading = rng.uniform(0, 2 * np.pi)
-    # A relative speed of at least ~1 px/frame at 320x240 bounds how long an occlusion lasts.
-    drift = rng.uniform(0.004, 0.012) * unit * np.array([np.cos(heading), np.sin(heading)])
+    # A relative speed of at least ~1.7 px/frame at 320x240 bounds how long an occlusion lasts.
+    drift = rng.uniform(0.006, 0.014) * unit * np.array([np.cos(heading), np.sin(heading)])
     if full:
         o_shape = random_shape(rng, ("ellipse", "roundrect")[int(rng.integers(2))])
-        half = r_t * rng.uniform(1.3, 1.9, 2)
+        half = r_t * rng.uniform(1.2, 1.6, 2)
         offset = rng.normal(0, 0.05 * r_t, 2)
         vel = t_vel + drift
     else:

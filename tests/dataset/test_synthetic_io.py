@@ -27,7 +27,7 @@ TINY = SyntheticConfig(
     full_occlusion_prob=0.7,
 )
 N = TINY.num_frames
-SEED = 20
+SEED = 19
 
 
 def _read_rgb(path) -> np.ndarray:
@@ -182,13 +182,15 @@ def test_command_line_writes_a_set(tmp_path, capsys):
         main(["--out", str(out), "--layout", "coco"])
 
 
-def test_process_pool_writes_the_same_annotations(tmp_path):
-    write_dataset(
-        tmp_path / "pool", layout="otb", num_sequences=2, seed=SEED, config=TINY, workers=2, progress=False
-    )
-    for index, (_, name) in enumerate(sequence_names(SEED, 2)):
-        text = (tmp_path / "pool" / name / "groundtruth_rect.txt").read_text()
-        np.testing.assert_allclose(_parse_rows(text), simulate(TINY, SEED, index).boxes)
+def test_process_pool_writes_identical_files(tmp_path, otb_root):
+    # Worker processes (spawned: fresh interpreters) produce byte-identical files to the in-process writer.
+    config = dict(layout="otb", seed=SEED, config=TINY, progress=False)
+    write_dataset(tmp_path / "pool", num_sequences=2, workers=2, **config)
+    for _, name in sequence_names(SEED, 2):
+        files = sorted(p.relative_to(otb_root / name) for p in (otb_root / name).rglob("*") if p.is_file())
+        assert len(files) == N + 3
+        for rel in files:
+            assert (tmp_path / "pool" / name / rel).read_bytes() == (otb_root / name / rel).read_bytes(), rel
 
 
 @pytest.mark.slow
