@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ltr.ebm import SM, Candidates
+from ltr.ebm import KLDIS, SM, Candidates
 from ltr.models.losses import (
     ClassifierLossWeights,
     classifier_loss,
@@ -41,7 +41,8 @@ class DiMPActor:
 
     Args:
         net: the network.
-        box_method: an :func:`ltr.ebm.build_method` object, or None for no box loss.
+        box_method: an :func:`ltr.ebm.build_method` object, or None for no box loss (the box head then gets
+            no gradient: under DistributedDataParallel that needs ``find_unused_parameters=True``).
         box_weight: weight of the box loss (0.01 as in SuperDiMP).
         clf_weights: classifier loss weights over the iterates.
         hinge_threshold: the hinge-MSE label threshold.
@@ -86,6 +87,8 @@ class DiMPActor:
         keys = list(REQUIRED_KEYS)
         if self.box_method is not None and is_sampling_method(self.box_method):
             keys += PROPOSAL_KEYS
+        if isinstance(self.box_method, KLDIS):
+            keys.append("proposal_log_p")
         missing = [k for k in keys if k not in batch]
         if missing:
             raise KeyError(f"DiMPActor: batch lacks {missing} (has {sorted(batch)})")

@@ -177,3 +177,10 @@ def test_training_on_fresh_batches_generalises_to_held_out_batches():
     after = evaluate()
     assert after["clf/final"] < 0.3 * before["clf/final"], (before, after)
     assert after["loss/box"] < 0.6 * before["loss/box"], (before, after)
+
+
+def test_kld_is_needs_the_label_density(net):
+    batch = make_batch("kld_is", KLD_IS)
+    actor = DiMPActor(net, build_method("kld_is", **KLD_IS))
+    with pytest.raises(KeyError, match="proposal_log_p"):
+        actor({k: v for k, v in batch.items() if k != "proposal_log_p"})
