@@ -229,3 +229,27 @@ def test_registry_points_at_the_factory():
 
     ds = get_dataset("synthetic", split="val", num_sequences=2, num_frames=3)
     assert isinstance(ds, SyntheticDataset) and len(ds) == 2
+
+
+def test_default_difficulty_is_a_meaningful_mix():
+    cfg = SyntheticConfig()
+    scenes = [simulate(cfg, 1, i) for i in range(40)]
+    # Every sequence starts with a visible target (trackers are initialised on frame 0).
+    assert all(s.visible[:5].all() for s in scenes)
+    invisible = np.mean([(~s.visible).mean() for s in scenes])
+    assert 0.02 < invisible < 0.2, invisible
+    assert 3 <= sum(s.out_of_view.any() for s in scenes) <= 20
+    assert 3 <= sum(s.full_occlusion.any() for s in scenes) <= 20
+    assert sum(s.occlusion.any() for s in scenes) >= 10
+    assert sum(len(s.distractors) > 0 for s in scenes) >= 20
+    sizes = np.array([np.sqrt(s.boxes[0, 2] * s.boxes[0, 3]) for s in scenes])
+    assert sizes.min() > 10 and sizes.max() < 120, sizes
+
+
+def test_config_validation_names_the_field():
+    with pytest.raises(ValueError, match="width/height"):
+        SyntheticConfig(width=8)
+    with pytest.raises(ValueError, match="occlusion_prob"):
+        SyntheticConfig(occlusion_prob=1.5)
+    with pytest.raises(ValueError, match="speed"):
+        SyntheticConfig(speed=(0.02, 0.01))
