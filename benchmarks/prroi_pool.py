@@ -3,17 +3,20 @@
     python benchmarks/prroi_pool.py [--threads 2] [--repeats 30] [--device cpu]
 
 Both ops get the same features (B images, C channels) and the same N boxes (xyxy image pixels of a
-288 x 288 crop, random image index). roi_align runs with aligned=False and sampling_ratio=2 (approximate, no
-box gradient); prroi_pool is exact and differentiable in the boxes. The two are called alternately and the
-medians over the repeats are printed: wall milliseconds, the wall ratio ours / roi_align (below 1.0: ours is
-faster) and the ratio of process CPU time (less sensitive to other processes on a shared machine). "fwd+bwd"
-back-propagates into the features only, the way roi_align can; "fwd+bwd+box" makes prroi_pool also
-back-propagate into the box coordinates (compared with the same roi_align fwd+bwd).
+288 x 288 crop), the boxes either spread evenly over the images and sorted by image ("even", as in a
+training batch with a fixed number of proposals per image) or given random image indices ("random").
+roi_align runs with aligned=False and sampling_ratio=2 (approximate, no box gradient); prroi_pool is exact
+and differentiable in the boxes. The two are called alternately and the medians over the repeats are
+printed: wall milliseconds, the wall ratio ours / roi_align (below 1.0: ours is faster) and the ratio of
+process CPU time (less sensitive to other processes on a shared machine). "fwd+bwd" back-propagates into
+the features only, the way roi_align can; "fwd+bwd+box" makes prroi_pool also back-propagate into the box
+coordinates (compared with the same roi_align fwd+bwd).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import time
@@ -34,13 +37,25 @@ Pool = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def make_inputs(
-    images: int, channels: int, boxes: int, size: int, device: torch.device, generator: torch.Generator
+    images: int,
+    channels: int,
+    boxes: int,
+    size: int,
+    spread: str,
+    device: torch.device,
+    generator: torch.Generator,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Features (B, C, size, size) and rois (N, 5) of (batch index, x1, y1, x2, y2), boxes 20-140 px wide."""
+    """Features (B, C, size, size) and rois (N, 5) of (batch index, x1, y1, x2, y2), boxes 20-140 px wide.
+
+    ``spread``: "even" (N / B boxes per image, sorted by image) or "random" (uniform random image index).
+    """
     features = torch.randn(images, channels, size, size, generator=generator)
     wh = torch.rand(boxes, 2, generator=generator) * 120 + 20
     centre = torch.rand(boxes, 2, generator=generator) * IMAGE_SIZE
-    index = torch.randint(0, images, (boxes, 1), generator=generator).float()
+    if spread == "even":
+        index = (torch.arange(boxes) * images // boxes).float()[:, None]
+    else:
+        index = torch.randint(0, images, (boxes, 1), generator=generator).float()
     rois = torch.cat([index, centre - wh / 2, centre + wh / 2], dim=1)
     return features.to(device), rois.to(device)
 
@@ -111,10 +126,10 @@ def main() -> None:
         f"{args.images} images x {args.channels} channels, {args.boxes} boxes, median of {args.repeats}, "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
-    header = ("map", "out", "pass", "roi_align ms", "prroi ms", "ratio", "cpu ratio")
-    print("{:>6} {:>4} {:>12} {:>13} {:>9} {:>6} {:>10}".format(*header))
-    for size, stride, out in CASES:
-        features, rois = make_inputs(args.images, args.channels, args.boxes, size, device, generator)
+    header = ("boxes", "map", "out", "pass", "roi_align ms", "prroi ms", "ratio", "cpu ratio")
+    print("{:>7} {:>6} {:>4} {:>12} {:>13} {:>9} {:>6} {:>10}".format(*header))
+    for spread, (size, stride, out) in itertools.product(("even", "random"), CASES):
+        features, rois = make_inputs(args.images, args.channels, args.boxes, size, spread, device, generator)
         mine = partial(ours, out=out, scale=1.0 / stride)
         base = partial(theirs, out=out, scale=1.0 / stride)
         passes = {
@@ -130,8 +145,9 @@ def main() -> None:
         }
         for name, (baseline, candidate) in passes.items():
             bw, cw, bc, cc = compare(baseline, candidate, args.repeats, device)
-            row = (f"{size}x{size}", out, name, f"{bw:.2f}", f"{cw:.2f}", f"{cw / bw:.2f}", f"{cc / bc:.2f}")
-            print("{:>6} {:>4} {:>12} {:>13} {:>9} {:>6} {:>10}".format(*row))
+            ratios = f"{cw / bw:.2f}", f"{cc / bc:.2f}"
+            row = (spread, f"{size}x{size}", out, name, f"{bw:.2f}", f"{cw:.2f}", *ratios)
+            print("{:>7} {:>6} {:>4} {:>12} {:>13} {:>9} {:>6} {:>10}".format(*row))
 
 
 if __name__ == "__main__":

@@ -20,10 +20,14 @@ designed and trained with, so a network ported from them sees the same geometry.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import Tensor, nn
 
 __all__ = ["PrRoIPool", "prroi_pool"]
+
+_MAX_PADDING = 2.0  # use the padded all-images path while B * max(rois per image) <= this * N
 
 
 def _pair(output_size: int | tuple[int, int]) -> tuple[int, int]:
@@ -99,64 +103,99 @@ def _check_inputs(features: Tensor, rois: Tensor, spatial_scale: float) -> None:
         raise ValueError(f"prroi_pool: spatial_scale must be a positive finite number, got {spatial_scale!r}")
 
 
-def _group_by_image(batch_index: Tensor, num_images: int) -> tuple[Tensor, list[int], bool]:
-    """Check the batch-index column (N,) and group the rois by image.
+class _Layout(NamedTuple):
+    """How the rois map onto the images (all tensors on the rois' device)."""
 
-    Returns the permutation that sorts the rois by image (stable), the number of rois per image and whether
-    the rois are already sorted (the permutation is the identity). One host synchronisation in all.
-    """
+    order: Tensor  # (N,) stable permutation sorting the rois by image
+    counts: list[int]  # B numbers of rois per image
+    slots: Tensor  # (N,) row of each roi in the padded (B * max(counts)) layout: image * max + rank
+    is_sorted: bool  # order is the identity
+    is_dense: bool  # slots is the identity: sorted, as many rois per image
+
+
+def _layout(batch_index: Tensor, num_images: int) -> _Layout:
+    """Check the batch-index column (N,) and lay the rois out by image, with one host synchronisation."""
+    num_rois = batch_index.shape[0]
     index = batch_index.long()
     bad = (index.to(batch_index.dtype) != batch_index) | (index < 0) | (index >= num_images)
-    counts = torch.bincount(index.clamp(0, num_images - 1), minlength=num_images)
-    unsorted = (index[1:] < index[:-1]).any()
-    summary = torch.cat([counts, bad.any().view(1), unsorted.view(1)]).tolist()
-    if summary[-2]:
+    index = index.clamp(0, num_images - 1)
+    counts = torch.bincount(index, minlength=num_images)
+    order = torch.argsort(index, stable=True)
+    sorted_index = index[order]
+    position = torch.arange(num_rois, device=index.device)
+    rank = position - (torch.cumsum(counts, 0) - counts)[sorted_index]  # rank within its image
+    slots = torch.empty_like(order)
+    slots[order] = sorted_index * counts.max() + rank
+    flags = torch.stack([bad.any(), (order != position).any(), (slots != position).any()])
+    summary = torch.cat([counts, flags.long()]).tolist()
+    if summary[-3]:
         first = int(torch.nonzero(bad)[0, 0])
         raise ValueError(
             f"prroi_pool: rois[{first}, 0] = {batch_index[first].item()} is not an image index in "
             f"[0, {num_images - 1}]"
         )
-    order = torch.argsort(index, stable=True)
-    return order, summary[:-2], not summary[-1]
+    return _Layout(order, summary[:-3], slots, not summary[-2], not summary[-1])
 
 
-def _pool_sorted(features: Tensor, weights_x: Tensor, weights_y: Tensor, counts: list[int]) -> Tensor:
-    """Pool rois sorted by image.
+def _pool_padded(features: Tensor, weights_x: Tensor, weights_y: Tensor, layout: _Layout) -> Tensor:
+    """All images at once: rois scattered into a (B, max count) grid, two batched products.
 
     Args:
         features: (B, C, H, W).
-        weights_x: (N, out_w, W) column weights, rois sorted by image.
+        weights_x: (N, out_w, W) column weights, rois in input order.
         weights_y: (N, out_h, H) row weights, same order.
-        counts: B numbers of rois per image, summing to N.
 
     Returns:
-        (N, out_w, C, out_h) pooled bins in the order of the weights.
+        (N, out_w, C, out_h) pooled bins in input order.
     """
     num_images, channels, height, width = features.shape
-    num_rois, out_w, _ = weights_x.shape
-    out_h = weights_y.shape[1]
-    if min(counts) == max(counts):
-        # As many rois per image (the usual training batch): two batched products, no per-image loop.
-        per_image = counts[0]
-        # Columns first: (B, n * out_w, W) @ (B, W, C * H) -> (B, n * out_w, C * H).
-        cols = torch.matmul(
-            weights_x.reshape(num_images, per_image * out_w, width),
-            features.reshape(num_images, channels * height, width).transpose(1, 2),
-        )
-        # Then rows, per roi: (N, out_w * C, H) @ (N, H, out_h).
-        bins = torch.matmul(cols.view(num_rois, out_w * channels, height), weights_y.transpose(1, 2))
-        return bins.view(num_rois, out_w, channels, out_h)
+    out_w, out_h = weights_x.shape[1], weights_y.shape[1]
+    rows = num_images * max(layout.counts)
+    if not layout.is_dense:  # empty slots get zero weights
+        weights_x = weights_x.new_zeros(rows, out_w, width).index_copy(0, layout.slots, weights_x)
+        weights_y = weights_y.new_zeros(rows, out_h, height).index_copy(0, layout.slots, weights_y)
+    # Columns first, per image: (B, M * out_w, W) @ (B, W, C * H) -> (B, M * out_w, C * H).
+    cols = torch.matmul(
+        weights_x.reshape(num_images, -1, width),
+        features.reshape(num_images, channels * height, width).transpose(1, 2),
+    )
+    # Then rows, per roi: (B * M, out_w * C, H) @ (B * M, H, out_h).
+    bins = torch.matmul(cols.view(rows, out_w * channels, height), weights_y.transpose(1, 2))
+    bins = bins.view(rows, out_w, channels, out_h)
+    return bins if layout.is_dense else bins[layout.slots]
+
+
+def _pool_per_image(features: Tensor, weights_x: Tensor, weights_y: Tensor, layout: _Layout) -> Tensor:
+    """One image at a time (when the rois are spread too unevenly for the padded grid).
+
+    Args:
+        features: (B, C, H, W).
+        weights_x: (N, out_w, W) column weights, rois in input order.
+        weights_y: (N, out_h, H) row weights, same order.
+
+    Returns:
+        (N, out_w, C, out_h) pooled bins in input order.
+    """
+    _, channels, height, width = features.shape
+    out_w, out_h = weights_x.shape[1], weights_y.shape[1]
+    if not layout.is_sorted:
+        weights_x, weights_y = weights_x[layout.order], weights_y[layout.order]
     pieces = []
-    groups = zip(features.unbind(0), weights_x.split(counts), weights_y.split(counts), strict=True)
-    for feature, wx, wy in groups:
+    splits = weights_x.split(layout.counts), weights_y.split(layout.counts)
+    for feature, wx, wy in zip(features.unbind(0), *splits, strict=True):
         n = wx.shape[0]
         if n == 0:
             continue
-        # One product for all rois of this image: (n * out_w, W) @ (W, C * H), then rows per roi.
+        # All rois of this image in one product: (n * out_w, W) @ (W, C * H), then rows per roi.
         cols = torch.matmul(wx.reshape(n * out_w, width), feature.reshape(channels * height, width).t())
         bins = torch.matmul(cols.view(n, out_w * channels, height), wy.transpose(1, 2))
         pieces.append(bins.view(n, out_w, channels, out_h))
-    return torch.cat(pieces, dim=0)
+    pooled = torch.cat(pieces, dim=0)
+    if layout.is_sorted:
+        return pooled
+    inverse = torch.empty_like(layout.order)
+    inverse[layout.order] = torch.arange(len(inverse), device=inverse.device)
+    return pooled[inverse]
 
 
 def prroi_pool(
@@ -189,18 +228,18 @@ def prroi_pool(
 
     # Geometry in float32 at least: image-pixel coordinates lose sub-cell precision in half precision.
     compute_dtype = torch.float64 if torch.float64 in (features.dtype, rois.dtype) else torch.float32
-    order, counts, is_sorted = _group_by_image(rois[:, 0].detach(), num_images)
-    boxes = rois[:, 1:] if is_sorted else rois[order, 1:]
-    boxes = boxes.to(compute_dtype) * spatial_scale  # (N, 4) on the feature grid, sorted by image
+    layout = _layout(rois[:, 0].detach(), num_images)
+    boxes = rois[:, 1:].to(compute_dtype) * spatial_scale  # (N, 4) xyxy on the feature grid
     x1, y1, x2, y2 = boxes.unbind(dim=1)
     weights_x = _bin_weights(x1, (x2 - x1).clamp(min=0), out_w, width).to(features.dtype)  # (N, out_w, W)
     weights_y = _bin_weights(y1, (y2 - y1).clamp(min=0), out_h, height).to(features.dtype)  # (N, out_h, H)
-    pooled = _pool_sorted(features, weights_x, weights_y, counts)  # (N, out_w, C, out_h), sorted by image
-    if not is_sorted:
-        inverse = torch.empty_like(order)
-        inverse[order] = torch.arange(num_rois, device=order.device)
-        pooled = pooled[inverse]
-    return pooled.permute(0, 2, 3, 1).contiguous()
+    # The padded grid costs B * max(count) rois of work for N; worth it up to twice the work, since two big
+    # batched products beat a loop of small ones (and synchronise threads far less often).
+    if num_images * max(layout.counts) <= _MAX_PADDING * num_rois:
+        pooled = _pool_padded(features, weights_x, weights_y, layout)
+    else:
+        pooled = _pool_per_image(features, weights_x, weights_y, layout)
+    return pooled.permute(0, 2, 3, 1).contiguous()  # (N, out_w, C, out_h) -> (N, C, out_h, out_w)
 
 
 class PrRoIPool(nn.Module):

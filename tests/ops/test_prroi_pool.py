@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
 
 from ltr.ops import PrRoIPool, prroi_pool
+
+prroi_pool_module = importlib.import_module("ltr.ops.prroi_pool")  # the package attribute is the function
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -123,20 +127,43 @@ def test_output_order_follows_input_rois() -> None:
         torch.testing.assert_close(out[k : k + 1], prroi_pool(features, balanced[k : k + 1], (3, 2), 1.0))
 
 
-@pytest.mark.parametrize("images", [[1.0, 0.0, 1.0], [1.0, 0.0, 2.0]])  # per-image loop, batched path
+# Image indices that take the padded path without scattering (sorted, as many per image), the padded path
+# with scattering, and the per-image loop (too uneven for padding), unsorted.
+LAYOUTS = [[0.0, 1.0, 2.0], [1.0, 0.0, 2.0, 1.0], [2.0, 2.0, 0.0, 2.0]]
+
+
+@pytest.mark.parametrize("images", LAYOUTS)
 def test_gradcheck_features_and_boxes(images: list[float]) -> None:
     generator = torch.Generator().manual_seed(2)
     features = torch.randn(3, 2, 4, 5, generator=generator, dtype=torch.float64, requires_grad=True)
     index = torch.tensor(images, dtype=torch.float64)[:, None]
+    # No bin edge on a grid line: the second derivative jumps there.
     coords = torch.tensor(
-        [[0.7, 0.3, 5.1, 4.6], [-1.3, 0.9, 2.2, 7.4], [3.05, 1.1, 3.8, 1.45]], dtype=torch.float64
-    ).requires_grad_(True)
+        [[0.7, 0.3, 5.1, 4.6], [-1.3, 0.9, 2.2, 7.4], [3.05, 1.1, 3.8, 1.45], [2.2, -0.6, 9.0, 2.6]],
+        dtype=torch.float64,
+    )[: len(images)].requires_grad_(True)
 
     def pool(feat: torch.Tensor, box: torch.Tensor) -> torch.Tensor:
         return prroi_pool(feat, torch.cat([index, box], dim=1), (2, 3), 0.8)
 
     assert torch.autograd.gradcheck(pool, (features, coords), eps=1e-6, atol=1e-6)
     assert torch.autograd.gradgradcheck(pool, (features, coords), eps=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("images", LAYOUTS)
+def test_padded_and_per_image_paths_agree(images: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+    generator = torch.Generator().manual_seed(6)
+    features = torch.randn(3, 4, 6, 7, generator=generator)
+    xy = torch.rand(len(images), 2, generator=generator) * 20
+    rois = torch.cat([torch.tensor(images)[:, None], xy, xy + 5.0], dim=1).requires_grad_(True)
+    results = []
+    for padding in (0.0, float("inf")):  # never pad, always pad
+        monkeypatch.setattr(prroi_pool_module, "_MAX_PADDING", padding)
+        out = prroi_pool(features, rois, (2, 3), 0.5)
+        (grad,) = torch.autograd.grad((out * out).sum(), rois)
+        results.append((out, grad))
+    torch.testing.assert_close(results[0][0], results[1][0])
+    torch.testing.assert_close(results[0][1], results[1][1])
 
 
 def test_zero_area_boxes_give_zeros_and_zero_gradients() -> None:
