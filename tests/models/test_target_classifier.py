@@ -184,3 +184,15 @@ def test_optimizer_runs_in_float32_under_autocast():
     assert mixed.filters.dtype == torch.float32
     torch.testing.assert_close(mixed.filters, plain.filters)
     assert mixed.losses[-1] < 0.5 * mixed.losses[0]
+
+
+def test_sample_weights_select_images():
+    opt, w0, feat, boxes = _toy_problem()
+    weights = torch.tensor([[1.0], [0.0], [0.0]], dtype=torch.float64)
+    weighted = opt(w0, feat, boxes, sample_weight=weights, num_iter=3)
+    alone = opt(w0, feat[:1], boxes[:1], num_iter=3)
+    torch.testing.assert_close(weighted.filters, alone.filters)
+    uniform = opt(w0, feat, boxes, sample_weight=torch.full((3, 2), 1 / 3, dtype=torch.float64), num_iter=3)
+    torch.testing.assert_close(uniform.filters, opt(w0, feat, boxes, num_iter=3).filters)
+    with pytest.raises(ValueError, match="sample_weight"):
+        opt(w0, feat, boxes, sample_weight=torch.ones(3, dtype=torch.float64))
