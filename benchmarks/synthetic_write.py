@@ -29,39 +29,45 @@ from ltr.dataset.synthetic_scene import SyntheticConfig, simulate
 BUDGET_S = 60.0
 
 
-def profile_serial(config: SyntheticConfig, seed: int, sequences: int, out: Path) -> dict[str, float]:
-    """Seconds per stage for ``sequences`` sequences, stages run one after another on one thread."""
+class _Clock:
+    """Accumulates wall (perf_counter) and CPU (process_time) seconds per stage."""
+
+    def __init__(self, stages: tuple[str, ...]) -> None:
+        self.wall = dict.fromkeys(stages, 0.0)
+        self.cpu = dict.fromkeys(stages, 0.0)
+        self._mark = (time.perf_counter(), time.process_time())
+
+    def lap(self, stage: str) -> None:
+        now = (time.perf_counter(), time.process_time())
+        self.wall[stage] += now[0] - self._mark[0]
+        self.cpu[stage] += now[1] - self._mark[1]
+        self._mark = now
+
+
+def profile_serial(config: SyntheticConfig, seed: int, sequences: int, out: Path) -> tuple[_Clock, int]:
+    """Per-stage seconds for ``sequences`` sequences, stages run one after another on one thread."""
     cv2.setNumThreads(1)
-    totals = dict.fromkeys(("simulate", "assets", "render", "encode", "write"), 0.0)
+    clock = _Clock(("simulate", "assets", "render", "encode", "write"))
     frames = 0
     for index in range(sequences):
-        t0 = time.perf_counter()
         scene = simulate(config, seed, index)
-        t1 = time.perf_counter()
+        clock.lap("simulate")
         assets = build_assets(scene)
-        t2 = time.perf_counter()
-        totals["simulate"] += t1 - t0
-        totals["assets"] += t2 - t1
-        images = []
-        for t in range(scene.num_frames):
-            images.append(render_frame(scene, assets, t))
-        t3 = time.perf_counter()
-        totals["render"] += t3 - t2
+        clock.lap("assets")
+        images = [render_frame(scene, assets, t) for t in range(scene.num_frames)]
+        clock.lap("render")
         encoded = []
         for image in images:
-            ok, buf = cv2.imencode(
-                ".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, 90]
-            )
+            bgr = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+            ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, 90])
             assert ok
             encoded.append(buf.tobytes())
-        t4 = time.perf_counter()
-        totals["encode"] += t4 - t3
+        clock.lap("encode")
         for t, data in enumerate(encoded):
             atomic_write(out / f"{index:03d}" / f"{t + 1:08d}.jpg", lambda f, d=data: f.write(d))
-        totals["write"] += time.perf_counter() - t4
+        clock.lap("write")
         frames += len(images)
-    totals["frames"] = float(frames)
-    return totals
+    return clock, frames
 
 
 def _children_cpu() -> float:
@@ -83,26 +89,29 @@ def main() -> None:
     workers = args.workers or os.cpu_count() or 1
     tmp = Path(tempfile.mkdtemp(prefix="synthetic_write_"))
     try:
-        prof = profile_serial(config, 1, args.profile_sequences, tmp / "profile")
-        n = prof["frames"]
-        per_frame = {k: prof[k] / n for k in ("render", "encode", "write")}
-        per_seq = {k: prof[k] / args.profile_sequences for k in ("simulate", "assets")}
+        clock, n = profile_serial(config, 1, args.profile_sequences, tmp / "profile")
         print(f"image {args.width}x{args.height}, {args.frames} frames/sequence, {os.cpu_count()} CPUs")
-        print(f"[baseline, 1 thread, {args.profile_sequences} sequences]")
-        for key, value in per_seq.items():
-            print(f"  {key:8s} {value * 1e3:7.1f} ms/sequence")
-        for key, value in per_frame.items():
-            print(f"  {key:8s} {value * 1e3:7.2f} ms/frame")
-        print(f"  rendered frames/s: {1.0 / per_frame['render']:.0f}")
-        cpu = per_frame["render"] + per_frame["encode"]
-        print(f"  JPEG encoding share of render+encode: {per_frame['encode'] / cpu:.1%}")
-        total_frame = sum(per_frame.values()) + sum(per_seq.values()) / args.frames
-        print(
-            f"  encode share of all stages: {per_frame['encode'] / total_frame:.1%}, "
-            f"file write (atomic, fsync) share: {per_frame['write'] / total_frame:.1%}"
-        )
-        serial = total_frame * args.sequences * args.frames
-        print(f"  serial estimate for {args.sequences} x {args.frames}: {serial:.1f} s")
+        print(f"[baseline, 1 thread, {args.profile_sequences} sequences]  wall / CPU")
+        for key in ("simulate", "assets"):
+            wall, cpu = (d[key] / args.profile_sequences * 1e3 for d in (clock.wall, clock.cpu))
+            print(f"  {key:8s} {wall:7.1f} / {cpu:7.1f} ms per sequence")
+        for key in ("render", "encode", "write"):
+            wall, cpu = (d[key] / n * 1e3 for d in (clock.wall, clock.cpu))
+            print(f"  {key:8s} {wall:7.2f} / {cpu:7.2f} ms per frame")
+        fps_wall, fps_cpu = n / clock.wall["render"], n / clock.cpu["render"]
+        print(f"  rendered frames/s: {fps_wall:.0f} (per CPU-second: {fps_cpu:.0f})")
+        for label, d in (("wall", clock.wall), ("CPU", clock.cpu)):
+            total = sum(d.values())
+            enc = d["encode"] / (d["render"] + d["encode"])
+            print(
+                f"  {label:4s} shares: JPEG encode {enc:.1%} of render+encode, {d['encode'] / total:.1%} of "
+                f"all stages; file write (atomic, fsync) {d['write'] / total:.1%}"
+            )
+        scale = args.sequences * args.frames / n
+        serial = sum(clock.wall.values()) * scale
+        cpu_total = sum(clock.cpu.values()) * scale
+        size = f"{args.sequences} x {args.frames}"
+        print(f"  serial estimate for {size}: {serial:.1f} s wall, {cpu_total:.1f} s CPU")
 
         print(f"[write_dataset, {workers} worker processes, layout {args.layout}]")
         start = time.perf_counter()
@@ -128,6 +137,8 @@ def main() -> None:
             f"  CPU seconds (this process + workers): {cpu_s:.1f} -> {cpu_s / files * 1e3:.2f} ms/frame; "
             f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
         )
+        cpus = min(workers, os.cpu_count() or 1)
+        print(f"  projected wall with {cpus} idle CPUs (CPU seconds / CPUs): {cpu_s / cpus:.1f} s")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

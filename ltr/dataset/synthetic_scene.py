@@ -269,13 +269,15 @@ def _trajectory(
     spline = PchipInterpolator(np.asarray(times), np.asarray(points), axis=0)
     # Walk along the spline one frame at a time, slowing down only where it would exceed the speed cap.
     cap = cfg.max_speed * unit
-    fine = np.arange(0.0, times[-1] + 1.0, 0.25)
-    speed_at = np.linalg.norm(spline(fine, 1), axis=1)
-    tau = np.zeros(n)
-    for k in range(1, n):
-        v = np.interp(tau[k - 1], fine, speed_at)
-        tau[k] = tau[k - 1] + min(1.0, 0.95 * cap / max(v, 1e-9))
-    return spline(tau)
+    step = 0.25
+    speed_at = np.linalg.norm(spline(np.arange(0.0, times[-1] + 2.0, step), 1), axis=1).tolist()
+    tau = [0.0]
+    for _ in range(1, n):
+        pos = tau[-1] / step
+        i = int(pos)
+        v = speed_at[i] + (pos - i) * (speed_at[i + 1] - speed_at[i])  # linear interpolation
+        tau.append(tau[-1] + min(1.0, 0.95 * cap / max(v, 1e-9)))
+    return spline(np.asarray(tau))
 
 
 def _extent(rng: np.random.Generator, cfg: SyntheticConfig, n: int, size: float, aspect: float) -> np.ndarray:
@@ -318,11 +320,21 @@ def circumradius(shape: Shape, state: np.ndarray) -> float:
     return float(np.linalg.norm(pts - state[:2], axis=1).max())
 
 
+def outline_boxes(shape: Shape, states: np.ndarray) -> np.ndarray:
+    """Tight xywh boxes (N, 4) of the transformed outline for ``states`` (N, 5), not clipped to the image."""
+    states = np.atleast_2d(np.asarray(states, dtype=np.float64))
+    outline = shape.outline
+    c, s = np.cos(states[:, 4:5]), np.sin(states[:, 4:5])
+    px, py = outline[None, :, 0] * states[:, 2:3], outline[None, :, 1] * states[:, 3:4]
+    xs = states[:, 0:1] + c * px - s * py
+    ys = states[:, 1:2] + s * px + c * py
+    x0, y0 = xs.min(axis=1), ys.min(axis=1)
+    return np.stack([x0, y0, xs.max(axis=1) - x0, ys.max(axis=1) - y0], axis=1)
+
+
 def outline_box(shape: Shape, state: np.ndarray) -> np.ndarray:
-    """Tight xywh box (4,) of the transformed outline for ``state`` (5,), not clipped to the image."""
-    pts = transform_outline(shape.outline, tuple(state))
-    lo, hi = pts.min(axis=0), pts.max(axis=0)
-    return np.array([lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1]])
+    """Tight xywh box (4,) of the transformed outline for one ``state`` (5,)."""
+    return outline_boxes(shape, state)[0]
 
 
 def _occluder(
@@ -404,10 +416,10 @@ def simulate(config: SyntheticConfig, seed: int, index: int) -> Scene:
             continue
         for _attempt in range(10):
             occ = _occluder(rng, cfg, shape, states, path, exposure)
-            if not any(
-                _overlap(outline_box(shape, states[t]), outline_box(occ.shape, occ.states[t]))
-                for t in range(min(n, 5))
-            ):
+            first = slice(0, min(n, 5))
+            t_boxes = outline_boxes(shape, states[first])
+            o_boxes = outline_boxes(occ.shape, occ.states[first])
+            if not any(_overlap(a, b) for a, b in zip(t_boxes, o_boxes)):
                 occluders.append(occ)
                 break
 
@@ -461,15 +473,15 @@ def _annotate(scene: Scene) -> None:
     area = 0.5 * abs(
         np.sum(outline[:, 0] * np.roll(outline[:, 1], -1) - np.roll(outline[:, 0], -1) * outline[:, 1])
     )
-    boxes = np.zeros((n, 4))
     out_of_view = np.zeros(n, bool)
     full_occ = np.zeros(n, bool)
     occl = np.zeros(n, bool)
     ratio = np.zeros(n)
-    occ_boxes = [np.array([outline_box(o.shape, st) for st in o.states]) for o in scene.occluders]
+    boxes = outline_boxes(shape, scene.target.states)
+    occ_boxes = [outline_boxes(o.shape, o.states) for o in scene.occluders]
     for t in range(n):
         state = scene.target.states[t]
-        box = boxes[t] = outline_box(shape, state)
+        box = boxes[t]
         near = [
             o
             for o, ob in zip(scene.occluders, occ_boxes)
