@@ -11,7 +11,7 @@ from setuptools import find_packages, setup
 setup(
     name="ebmtrack",
     version="0.1.0",
-    description="Energy-based bounding-box regression for visual tracking (DiMP-NCE+), after Gustafsson et al. 2020",
+    description="Energy-based box regression for visual tracking (DiMP-NCE+), Gustafsson et al. 2020",
     python_requires=">=3.11",
     packages=find_packages(include=["ltr", "ltr.*", "pytracking", "pytracking.*", "eval", "eval.*"]),
     install_requires=[

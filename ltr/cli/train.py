@@ -14,13 +14,15 @@ from ltr.train_settings import MODULES, load_module
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="run_training.py",
-        description="Train a setting. Settings are listed per module; key=value pairs override config fields.",
+        description="Train a setting; key=value pairs override fields of its config.",
     )
     p.add_argument("module", choices=sorted(MODULES), help="train module")
     p.add_argument("setting", help="setting name within the module (e.g. nce_plus)")
     p.add_argument("overrides", nargs="*", help="config overrides, key=value")
     p.add_argument("--workspace", default=None, help="output root (default: $LTR_WORKSPACE or ./workspace)")
-    p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint of this setting")
+    p.add_argument(
+        "--resume", action="store_true", help="continue from the latest checkpoint of this setting"
+    )
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--visdom", action="store_true", help="plot training curves on a local visdom server")
     return p
@@ -30,7 +32,10 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     module = load_module(args.module)
     if args.setting not in module.SETTINGS:
-        sys.exit(f"error: unknown setting {args.setting!r} for {args.module}; choose one of {sorted(module.SETTINGS)}")
+        sys.exit(
+            f"error: unknown setting {args.setting!r} for {args.module}; "
+            f"choose one of {sorted(module.SETTINGS)}"
+        )
     try:
         config = apply_overrides(module.SETTINGS[args.setting](), args.overrides)
         module.train(

@@ -32,7 +32,9 @@ def _as_sigma_table(sigmas: Sequence[float] | Sequence[Sequence[float]] | Tensor
     elif table.ndim == 1:
         table = table.unsqueeze(1)
     if table.ndim != 2:
-        raise ValueError(f"sigmas must be a list of K floats or a (K, D) table, got shape {tuple(table.shape)}")
+        raise ValueError(
+            f"sigmas must be a list of K floats or a (K, D) table, got shape {tuple(table.shape)}"
+        )
     if dim is not None and table.shape[1] not in (1, dim):
         raise ValueError(f"sigmas have {table.shape[1]} columns but the target dimension is {dim}")
     if (table <= 0).any():
@@ -57,13 +59,15 @@ class GaussianMixture:
     def num_components(self) -> int:
         return self._sigmas.shape[0]
 
-    def sigmas(self, dim: int, *, device: torch.device | None = None, dtype: torch.dtype | None = None) -> Tensor:
+    def sigmas(
+        self, dim: int, *, device: torch.device | None = None, dtype: torch.dtype | None = None
+    ) -> Tensor:
         """(K, D) standard deviations, broadcast to target dimension ``dim``."""
         table = _as_sigma_table(self._sigmas, dim).expand(self.num_components, dim)
         return table.to(device=device, dtype=dtype or torch.get_default_dtype())
 
     def scaled(self, beta: float, *, mode: BetaMode = "std") -> GaussianMixture:
-        """The mixture with every component's std scaled by beta (``mode="std"``) or sqrt(beta) (``"variance"``)."""
+        """This mixture with each std scaled by beta (``mode="std"``) or sqrt(beta) (``"variance"``)."""
         if beta <= 0:
             raise ValueError(f"beta must be positive, got {beta}")
         if mode not in ("std", "variance"):

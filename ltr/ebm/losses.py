@@ -31,7 +31,9 @@ def log_partition_is(scores: Tensor, log_q: Tensor) -> Tensor:
     return torch.logsumexp(scores - log_q, dim=-1) - math.log(scores.shape[-1])
 
 
-def ml_is_loss(score_label: Tensor, scores: Tensor, log_q: Tensor, *, reduction: Reduction = "mean") -> Tensor:
+def ml_is_loss(
+    score_label: Tensor, scores: Tensor, log_q: Tensor, *, reduction: Reduction = "mean"
+) -> Tensor:
     """ML-IS (paper eq. 5): log(1/M sum exp(s_m)/q_m) - f(x, y_i).
 
     Args:

@@ -241,7 +241,9 @@ class DSM:
         noisy = noise.sample(labels, self.num_samples, shared=self.shared_samples, generator=generator)
         _, f, g = _grad_y(score_fn, noisy, create_graph=True)
         loss = losses.dsm_loss(g, noisy, labels, self.sigma, reduction=reduction)
-        return LossResult(loss, {"score_samples": f.detach().mean(), "grad_norm": g.detach().norm(dim=-1).mean()})
+        return LossResult(
+            loss, {"score_samples": f.detach().mean(), "grad_norm": g.detach().norm(dim=-1).mean()}
+        )
 
 
 METHODS: dict[str, type] = {
@@ -263,8 +265,22 @@ def build_method(name: str, **kwargs) -> Callable[..., LossResult]:
     known = set(cls.__dataclass_fields__)
     unknown = set(kwargs) - known
     if unknown:
-        raise ValueError(f"method {name!r} has no hyperparameter(s) {sorted(unknown)}; known: {sorted(known)}")
+        raise ValueError(
+            f"method {name!r} has no hyperparameter(s) {sorted(unknown)}; known: {sorted(known)}"
+        )
     return cls(**kwargs)
 
 
-__all__ = ["DSM", "Candidates", "KLDIS", "METHODS", "MLIS", "MLMCMC", "NCE", "SM", "LossResult", "NCEPlus", "build_method"]
+__all__ = [
+    "DSM",
+    "Candidates",
+    "KLDIS",
+    "METHODS",
+    "MLIS",
+    "MLMCMC",
+    "NCE",
+    "SM",
+    "LossResult",
+    "NCEPlus",
+    "build_method",
+]

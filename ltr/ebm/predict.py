@@ -47,9 +47,9 @@ def gradient_ascent(
     Args:
         step_length: lambda, a float or one per target dimension (D,) (e.g. separate steps for position and
             size).
-        decay: eta. In ``mode="s1"`` (Algorithm S1) a step is taken only if f increases, otherwise that point's
-            lambda is multiplied by eta. In ``mode="plain"`` every step is taken and lambda is multiplied by eta
-            after each iteration (the reference trackers' update; decay=1 keeps a fixed step).
+        decay: eta. In ``mode="s1"`` (Algorithm S1) a step is taken only if f increases, otherwise that
+            point's lambda is multiplied by eta. In ``mode="plain"`` every step is taken and lambda is
+            multiplied by eta after each iteration (the reference trackers' update; decay=1 keeps it fixed).
     """
     if mode not in ("s1", "plain"):
         raise ValueError(f"ascent mode must be 's1' or 'plain', got {mode!r}")
