@@ -14,7 +14,7 @@ Sets (sequence names are ``<class>-<k>``, e.g. ``stripesblob-3``):
 
 - ``synthetic_dataset()`` / ``split="test"``: the default test set, 20 x 150 frames, seed 7919;
 - ``split="train"``: 200 x 100 frames, seed 1; ``split="val"``: 20 x 100 frames, seed 2;
-- ``synthetic_dataset(root)``: a written OTB-layout copy, read by :class:`ltr.dataset.folder.FolderDataset`.
+- ``synthetic_dataset(root)``: a written copy (OTB or LaSOT layout), read by the matching reader.
 
 Command line (writes a set to disk; layouts in :mod:`ltr.dataset.synthetic_io`)::
 
@@ -215,7 +215,7 @@ def synthetic_dataset(
     """Registry factory for ``synthetic``.
 
     With ``root`` (or, for the test split, ``SYNTHETIC_DIR`` set in the environment or paths file): the
-    OTB-layout directory read by :class:`ltr.dataset.folder.FolderDataset`. Otherwise: the in-memory set of
+    written copy in ``root`` (see :func:`read_written`). Otherwise: the in-memory set of
     ``split`` (None = ``test``, ``train``, ``val``; see :data:`SPLITS`). ``options`` may
     override ``num_sequences``, ``seed`` and any :class:`SyntheticConfig` field (e.g.
     ``num_frames``, ``width``); unknown names raise ``TypeError``.
@@ -225,15 +225,34 @@ def synthetic_dataset(
     if root is not None:
         if options:
             raise TypeError(f"synthetic_dataset(root=...): options {sorted(options)} only apply in memory")
-        from ltr.dataset.folder import FolderDataset
-
-        return FolderDataset(root)
+        return read_written(root)
     seed, num_sequences, num_frames = _split_params(split)
     seed = int(options.pop("seed", seed))
     num_sequences = int(options.pop("num_sequences", num_sequences))
     options.setdefault("num_frames", num_frames)
     config = SyntheticConfig().replace(**options)
     return SyntheticDataset(num_sequences, seed=seed, config=config)
+
+
+def read_written(root: str | os.PathLike) -> SequenceDataset:
+    """A synthetic set written to ``root``: LaSOT layout (``<class>/<class>-<k>/groundtruth.txt``) read with
+    :class:`ltr.dataset.lasot.LasotDataset` (split ``all``), anything else with
+    :class:`ltr.dataset.folder.FolderDataset` (OTB layout)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DatasetError(f"synthetic dataset root {root} is not a directory")
+    children = [d for d in root.iterdir() if d.is_dir()]
+    lasot = bool(children) and all(
+        not (d / "img").is_dir() and any((s / "groundtruth.txt").is_file() for s in d.glob(f"{d.name}-*"))
+        for d in children
+    )
+    if lasot:
+        from ltr.dataset.lasot import LasotDataset
+
+        return LasotDataset(root, split="all")
+    from ltr.dataset.folder import FolderDataset
+
+    return FolderDataset(root)
 
 
 def _marker_payload(seed: int, num_sequences: int, config: SyntheticConfig, layout: str) -> dict[str, Any]:

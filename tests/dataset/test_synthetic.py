@@ -19,6 +19,13 @@ SMALL = SyntheticConfig(width=128, height=96, num_frames=40)
 HARD = SMALL.replace(occlusion_prob=1.0, full_occlusion_prob=1.0, out_of_view_prob=1.0, num_frames=60)
 
 
+@pytest.fixture(autouse=True)
+def _no_configured_copy(tmp_path, monkeypatch):
+    """The in-memory default must not be replaced by a copy named in the caller's environment."""
+    monkeypatch.delenv("SYNTHETIC_DIR", raising=False)
+    monkeypatch.setenv("LTR_PATHS_FILE", str(tmp_path / "no-paths.json"))
+
+
 def _render_all(config: SyntheticConfig, seed: int, index: int, layers: bool = False):
     scene = simulate(config, seed, index)
     assets = build_assets(scene)

@@ -129,7 +129,9 @@ def test_folder_reader_reads_back_the_otb_copy(otb_root):
         np.testing.assert_array_equal(disk.attributes["occlusion"], mem.attributes["occlusion"].astype(int))
         assert np.abs(disk.frame(3).astype(int) - mem.frame(3).astype(int)).mean() < 8.0
     # The registry factory with a root is the same reader.
-    assert sorted(synthetic_dataset(root=otb_root).sequence_names()) == sorted(ds.sequence_names())
+    from_factory = synthetic_dataset(root=otb_root)
+    assert isinstance(from_factory, FolderDataset)
+    assert sorted(from_factory.sequence_names()) == sorted(ds.sequence_names())
 
 
 def test_lasot_reader_reads_back_the_lasot_copy(lasot_root):
@@ -145,6 +147,17 @@ def test_lasot_reader_reads_back_the_lasot_copy(lasot_root):
         assert disk.attributes["class"] == mem.attributes["class"]
         assert disk.attributes["language"] == mem.attributes["language"]
         assert _read_rgb(disk.frame_paths[0]).shape == (72, 96, 3)
+    # The registry factory with a root recognises the LaSOT layout.
+    assert isinstance(synthetic_dataset(root=lasot_root), LasotDataset)
+
+
+def test_synthetic_dir_names_a_written_test_copy(otb_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("LTR_PATHS_FILE", str(tmp_path / "no-paths.json"))
+    monkeypatch.setenv("SYNTHETIC_DIR", str(otb_root))
+    assert isinstance(synthetic_dataset(), FolderDataset)
+    assert not isinstance(synthetic_dataset(split="train"), FolderDataset)  # only the test split is on disk
+    monkeypatch.delenv("SYNTHETIC_DIR")
+    assert not isinstance(synthetic_dataset(), FolderDataset)
 
 
 def test_ensure_written_is_idempotent_and_refuses_foreign_folders(tmp_path):
