@@ -92,9 +92,9 @@ class _LRU:
                 self._data.popitem(last=False)
 
 
-#: Process-wide caches shared by all synthetic datasets: pixel assets (background, textures; ~1 MB each at
-#: 320x240) of recently used sequences, and recently rendered frames (~0.2 MB each).
-_ASSETS = _LRU(64)
+#: Process-wide caches shared by all synthetic datasets: pixel assets (background, textures; ~0.5 MB each
+#: at 320x240) of recently used sequences, and recently rendered frames (~0.2 MB each).
+_ASSETS = _LRU(128)
 _FRAMES = _LRU(32)
 
 

@@ -30,10 +30,10 @@ _NOISE_SEED = 20201
 
 @dataclass
 class Assets:
-    """Per-sequence pixel assets (about 1 MB at 320x240), built once from the scene's asset random stream.
+    """Per-sequence pixel assets (about 0.5 MB at 320x240), built once from the scene's asset random stream.
 
     ``background``: (H + 2m, W + 2m, 3) uint8 canvas with pan margin ``margin``; ``target``,
-    ``distractors``, ``occluders``: (S, S, 3) float32 textures in 0..255 units.
+    ``distractors``, ``occluders``: (S, S, 3) uint8 textures.
     """
 
     margin: int
@@ -54,7 +54,7 @@ def build_assets(scene: Scene) -> Assets:
     size = cfg.texture_size
 
     def texture(recipe: dict) -> np.ndarray:
-        return render_texture(rng, recipe, size) * np.float32(255.0)
+        return (render_texture(rng, recipe, size) * 255.0 + 0.5).astype(np.uint8)
 
     target = texture(scene.target.recipe)
     distractors = [texture(d.recipe) for d in scene.distractors]

@@ -369,9 +369,13 @@ def paste_object(
 
 
 def sample_texture(texture: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Sample a (S, S, 3) texture at local coordinates (u, v in [-1, 1]) -> (h, w, 3) float32."""
+    """Sample a (S, S, 3) texture (float32 or uint8) at local coordinates (u, v in [-1, 1]).
+
+    Returns (h, w, 3) float32 in the texture's own value units.
+    """
     size = texture.shape[0]
     half = np.float32(size / 2.0)
     map_x = (u + np.float32(1.0)) * half - np.float32(0.5)
     map_y = (v + np.float32(1.0)) * half - np.float32(0.5)
-    return cv2.remap(texture, map_x, map_y, interpolation=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+    out = cv2.remap(texture, map_x, map_y, interpolation=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+    return out if out.dtype == np.float32 else out.astype(np.float32)
