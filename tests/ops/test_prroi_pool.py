@@ -183,6 +183,17 @@ def test_zero_area_boxes_give_zeros_and_zero_gradients() -> None:
     assert coords.grad[3].abs().sum() > 0
 
 
+@pytest.mark.parametrize("width", [30.0, 1.0, 0.01])
+def test_float32_keeps_precision_for_tiny_boxes(width: float) -> None:
+    """Weights are K differences over nearby edges divided by the bin width: no cancellation blow-up."""
+    generator = torch.Generator().manual_seed(7)
+    features = torch.randn(1, 4, 18, 18, generator=generator)
+    rois = torch.tensor([[0.0, 100.3, 120.7, 100.3 + width, 120.7 + width]])
+    out = prroi_pool(features, rois, 5, 1 / 16)
+    reference = prroi_pool(features.double(), rois.double(), 5, 1 / 16)
+    torch.testing.assert_close(out.double(), reference, rtol=0, atol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_close_to_float32(dtype: torch.dtype) -> None:
     generator = torch.Generator().manual_seed(4)
@@ -209,6 +220,12 @@ def test_shape_dtype_device_and_module(device: str, dtype: torch.dtype) -> None:
     module = PrRoIPool((4, 3), 0.25)
     assert torch.equal(module(features, rois), out)
     assert "output_size=(4, 3)" in repr(module)
+    channels_last = prroi_pool(features.to(memory_format=torch.channels_last), rois, (4, 3), 0.25)
+    torch.testing.assert_close(channels_last, out)
+    strided = torch.randn(2, 5, 9, 22, dtype=dtype, device=device)[..., ::2]
+    torch.testing.assert_close(
+        prroi_pool(strided, rois, (4, 3), 0.25), prroi_pool(strided.contiguous(), rois, (4, 3), 0.25)
+    )
     empty = prroi_pool(features, rois[:0], 2, 0.25)
     assert empty.shape == (0, 5, 2, 2) and empty.dtype == dtype
 
