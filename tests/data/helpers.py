@@ -46,7 +46,7 @@ class InMemoryDataset(SequenceDataset):
         name: str = "memory",
         *,
         num_sequences: int = 3,
-        num_frames: int = 40,
+        num_frames: int | list[int] = 40,
         size: tuple[int, int] = (96, 128),
         visible: list[np.ndarray] | None = None,
         is_video: bool = True,
@@ -58,7 +58,7 @@ class InMemoryDataset(SequenceDataset):
         self._seqs = {}
         h, w = size
         for k in range(num_sequences):
-            n = num_frames if is_video else 1
+            n = (num_frames if isinstance(num_frames, int) else num_frames[k]) if is_video else 1
             boxes = moving_boxes(n, w, h, seed + k)
             vis = None if visible is None else visible[k]
             self._seqs[f"{name}_{k}"] = (boxes, vis, seed + k)
