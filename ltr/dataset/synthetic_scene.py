@@ -93,6 +93,9 @@ class SyntheticConfig:
     texture_size: int = 96
 
     def __post_init__(self) -> None:
+        for f in fields(self):  # lists (from JSON or the command line) -> tuples, so configs stay hashable
+            if isinstance(getattr(self, f.name), list):
+                object.__setattr__(self, f.name, tuple(getattr(self, f.name)))
         if self.width < 16 or self.height < 16:
             raise ValueError(f"SyntheticConfig: width/height must be >= 16, got {self.width}x{self.height}")
         if self.num_frames < 1:
@@ -101,9 +104,16 @@ class SyntheticConfig:
             lo, hi = getattr(self, name)
             if lo > hi or lo < 0:
                 raise ValueError(f"SyntheticConfig.{name}: need 0 <= low <= high, got {(lo, hi)}")
+        if self.aspect[0] <= 0 or self.target_size[0] <= 0:
+            raise ValueError("SyntheticConfig.aspect and .target_size must be > 0")
         for name in ("occlusion_prob", "full_occlusion_prob", "out_of_view_prob"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"SyntheticConfig.{name} must be in [0, 1], got {getattr(self, name)}")
+        if self.max_speed <= 0 or self.texture_size < 8:
+            raise ValueError("SyntheticConfig: need max_speed > 0 and texture_size >= 8")
+        for name in ("max_occluders", "clutter", "noise", "motion_blur", "illumination", "camera_pan"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"SyntheticConfig.{name} must be >= 0, got {getattr(self, name)}")
 
     @property
     def unit(self) -> float:
@@ -117,11 +127,11 @@ class SyntheticConfig:
         if unknown:
             raise TypeError(f"unknown SyntheticConfig option(s) {unknown}; known: {sorted(known)}")
         values = {f.name: getattr(self, f.name) for f in fields(self)}
-        for key, value in changes.items():
-            values[key] = tuple(value) if isinstance(value, list) else value
+        values.update(changes)
         return SyntheticConfig(**values)
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able values (tuples as lists); ``SyntheticConfig(**d)`` restores an equal config."""
         return {
             f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)
         }

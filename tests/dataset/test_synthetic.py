@@ -260,3 +260,10 @@ def test_config_validation_names_the_field():
         SyntheticConfig(occlusion_prob=1.5)
     with pytest.raises(ValueError, match="speed"):
         SyntheticConfig(speed=(0.02, 0.01))
+
+
+def test_config_round_trips_through_plain_data():
+    cfg = SyntheticConfig(width=64, height=48, distractors=[1, 2])
+    assert cfg.distractors == (1, 2) and hash(cfg) == hash(SyntheticConfig(**cfg.to_dict()))
+    assert SyntheticConfig(**cfg.to_dict()) == cfg
+    assert cfg.replace(num_frames=5).num_frames == 5 and cfg.num_frames == SyntheticConfig().num_frames
