@@ -4,7 +4,7 @@
 process of a run, so the states of all ranks can be gathered with one collective per key and restored with
 :func:`restore_rng_state`. Covered: Python ``random``, NumPy's legacy global generator, torch's CPU generator,
 the current CUDA device's generator (when CUDA is initialised) and any named ``torch.Generator`` passed in
-(e.g. a data loader's).
+(e.g. a data loader's). Dtypes are uint8 / int64 / float64 only, which every collective backend supports.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def capture_rng_state(generators: Mapping[str, torch.Generator] | None = None) -
         "torch": torch.get_rng_state(),
         "python_version": torch.tensor(version, dtype=torch.int64),
         "python_state": torch.tensor(py_state, dtype=torch.int64),
-        "python_has_gauss": torch.tensor(gauss_next is not None),
+        "python_has_gauss": torch.tensor(int(gauss_next is not None), dtype=torch.int64),
         "python_gauss": torch.tensor(0.0 if gauss_next is None else gauss_next, dtype=torch.float64),
         "numpy_keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
         "numpy_pos": torch.tensor(int(pos), dtype=torch.int64),
