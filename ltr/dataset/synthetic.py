@@ -149,7 +149,7 @@ class SyntheticDataset(SequenceDataset):
         self.config = config or SyntheticConfig()
         self._names = sequence_names(self.seed, num_sequences)
         self._index = {name: i for i, (_, name) in enumerate(self._names)}
-        self._sequences: dict[str, Sequence] = {}
+        self._scenes: dict[str, Scene] = {}
         self._lock = threading.Lock()
 
     def sequence_names(self) -> list[str]:
@@ -167,18 +167,22 @@ class SyntheticDataset(SequenceDataset):
         return self._index[name]
 
     def scene(self, name: str) -> Scene:
-        """The simulated scene of ``name`` (geometry and ground truth, no pixels)."""
-        return simulate(self.config, self.seed, self._lookup(name))
+        """The simulated scene of ``name`` (geometry and ground truth, no pixels); simulated once, then cached
+        (a few kB each). Treat it as read-only."""
+        with self._lock:
+            scene = self._scenes.get(name)
+        if scene is None:
+            scene = simulate(self.config, self.seed, self._lookup(name))
+            with self._lock:
+                self._scenes[name] = scene
+        return scene
 
     def get_sequence(self, name: str) -> Sequence:
-        with self._lock:
-            cached = self._sequences.get(name)
-        if cached is not None:
-            return cached
+        """A fresh :class:`Sequence` (its arrays are copies; frames render lazily from the cached scene)."""
         scene = self.scene(name)
-        seq = Sequence(
+        return Sequence(
             name=name,
-            boxes=scene.boxes,
+            boxes=scene.boxes.copy(),
             frame_loader=SyntheticFrames(scene),
             visible=scene.visible,
             dataset=self.name,
@@ -195,9 +199,6 @@ class SyntheticDataset(SequenceDataset):
                 "index": scene.index,
             },
         )
-        with self._lock:
-            self._sequences[name] = seq
-        return seq
 
 
 def _split_params(split: str | None) -> tuple[int, int, int]:

@@ -263,7 +263,7 @@ def _trajectory(
             returning = -1
         dt = max(np.linalg.norm(p - points[-1]) / max(speed, 1e-6), 8.0)
         if exit_time is not None and times[-1] + dt >= exit_time - 8.0:
-            # Leave instead: cross the nearest border, arriving outside at about exit_time.
+            # Leave instead: head briskly for the nearest border and cross it.
             last = points[-1]
             gaps = np.array([last[0], last[1], w - last[0], h - last[1]])
             side = int(np.argmin(gaps))

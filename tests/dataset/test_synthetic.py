@@ -205,6 +205,8 @@ def test_dataset_sequences_and_attributes():
     np.testing.assert_array_equal(frame, render_frame(scene, build_assets(scene), 7))
     frame[:] = 0  # callers get copies: the cache is not corrupted
     np.testing.assert_array_equal(seq.frame(7), render_frame(scene, build_assets(scene), 7))
+    seq.boxes[:] = -1  # callers get their own arrays
+    np.testing.assert_array_equal(ds.get_sequence(names[1]).boxes, scene.boxes)
     clone = pickle.loads(pickle.dumps(seq.frame_loader))
     np.testing.assert_array_equal(clone(3), seq.frame(3))
     with pytest.raises(KeyError, match="no sequence"):
