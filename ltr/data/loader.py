@@ -15,16 +15,27 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from collections.abc import Sequence as SequenceABC
 
 import numpy as np
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Sampler
 
+from ltr.data.config import DataConfig
 from ltr.data.sampler import TrackingSampler
+from ltr.dataset.base import SequenceDataset
 
-__all__ = ["EpochSampler", "TrainingLoader", "collate_frames", "worker_init", "worker_seed"]
+__all__ = [
+    "EpochSampler",
+    "TrainingLoader",
+    "build_loader",
+    "collate_frames",
+    "datasets_from_specs",
+    "worker_init",
+    "worker_seed",
+]
 
 
 def collate_frames(samples: list[dict[str, Tensor]]) -> dict[str, Tensor]:
@@ -153,3 +164,52 @@ class TrainingLoader:
 
     def __iter__(self) -> Iterator[dict[str, Tensor]]:
         return iter(self.loader)
+
+
+def datasets_from_specs(
+    specs: SequenceABC[str], roots: Mapping[str, str] | None = None
+) -> list[SequenceDataset]:
+    """Registry datasets from ``"name"`` / ``"name:split"`` strings (e.g. ``"got10k:vottrain"``).
+
+    ``roots`` maps a dataset name to an explicit root; otherwise :mod:`ltr.admin.paths` finds it (an error
+    names the environment variable to set).
+    """
+    from ltr.dataset.registry import get_dataset
+
+    out = []
+    for spec in specs:
+        name, _, split = spec.partition(":")
+        out.append(get_dataset(name, root=(roots or {}).get(name), split=split or None))
+    return out
+
+
+def build_loader(
+    config: DataConfig,
+    datasets: SequenceABC[SequenceDataset] | None = None,
+    *,
+    training: bool = True,
+    device: str | torch.device = "cpu",
+    rank: int | None = None,
+    world_size: int | None = None,
+    epoch: int = 0,
+    persistent_workers: bool = False,
+) -> TrainingLoader:
+    """The train (or, ``training=False``, validation) loader of ``config``.
+
+    ``datasets`` default to ``config.datasets`` (train) / ``config.val_datasets`` (val) from the registry.
+    Batch size and worker count come from the config.
+    """
+    if datasets is None:
+        datasets = datasets_from_specs(config.datasets if training else config.val_datasets)
+    sampler = TrackingSampler.from_config(
+        config, datasets, training=training, rank=rank, world_size=world_size
+    )
+    return TrainingLoader(
+        sampler,
+        batch_size=config.batch_size,
+        num_workers=config.num_workers,
+        device=device,
+        drop_last=training,
+        persistent_workers=persistent_workers,
+        epoch=epoch,
+    )

@@ -6,7 +6,14 @@ import pytest
 import torch
 
 from ltr.data.config import DataConfig
-from ltr.data.loader import EpochSampler, TrainingLoader, collate_frames, worker_seed
+from ltr.data.loader import (
+    EpochSampler,
+    TrainingLoader,
+    build_loader,
+    collate_frames,
+    datasets_from_specs,
+    worker_seed,
+)
 from ltr.data.sampler import TrackingSampler
 from ltr.ops.boxes import box_iou, xywh_to_cxcywh
 from tests.data.helpers import InMemoryDataset, draw_box, moving_boxes, textured_background
@@ -147,3 +154,14 @@ def test_end_to_end_on_synthetic_dataset():
     assert batch["proposals"].shape == (3, B, 32, 4) and batch["test_label"].shape == (3, B, fs, fs)
     assert torch.isfinite(batch["test_images"]).all() and batch["test_images"].std() > 0.1
     assert 0.1 < batch["proposals_rel"].std() < 1.0
+
+
+def test_build_loader_from_registry_specs():
+    pytest.importorskip("ltr.dataset.synthetic")
+    cfg = config(samples_per_epoch=B, batch_size=B, num_workers=0, datasets=("synthetic:train",))
+    loader = build_loader(cfg)
+    assert loader.sampler.datasets[0].name == "synthetic" and len(loader) == 1
+    (batch,) = batches(loader)
+    check_batch(batch)
+    with pytest.raises(KeyError, match="unknown dataset"):
+        datasets_from_specs(["nosuchset:train"])
