@@ -80,7 +80,7 @@ class SyntheticConfig:
     #: probability that the target leaves the image once and comes back.
     out_of_view_prob: float = 0.2
     #: motion blur length = motion_blur * exposure * speed (pixels); exposure ~ U(0.3, 1) per sequence.
-    motion_blur: float = 1.0
+    motion_blur: float = 2.0
     #: amplitude of global brightness / colour / light-gradient changes.
     illumination: float = 0.3
     #: std of additive sensor noise (image values in [0, 1]).
