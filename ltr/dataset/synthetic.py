@@ -4,7 +4,8 @@ Every command (training, tracking, evaluation) can run on it with no download. E
 target (noise / stripes / spots / checker texture on an ellipse, rounded rectangle, convex polygon or blob
 outline) moving smoothly over a panning textured background with speed, scale, aspect and rotation changes,
 look-alike distractors, occluders (partial and full), motion blur, illumination change and excursions out
-of the image. Same seed, same pixels and boxes.
+of the image. Same seed, same pixels and boxes (in any order, in any process; bit-exactness across
+machines assumes the same numpy/OpenCV builds, since their SIMD math may round differently elsewhere).
 
 Ground truth (details in :mod:`ltr.dataset.synthetic_scene`): xywh boxes in continuous 0-based pixels, the
 tight bound of the whole target outline, not clipped to the image; ``visible`` is False exactly when no
