@@ -180,9 +180,12 @@ def write_sequence(
     return stats
 
 
+def _init_worker() -> None:
+    cv2.setNumThreads(1)  # one process per CPU already; OpenCV's own threads would oversubscribe
+
+
 def _write_job(args: tuple) -> WriteStats:
     config, seed, index, root, layout, cls, name, quality = args
-    cv2.setNumThreads(1)
     return write_sequence(config, seed, index, root, layout, class_name=cls, name=name, quality=quality)
 
 
@@ -206,6 +209,8 @@ def write_dataset(
         raise ValueError(f"unknown layout {layout!r}; choose one of {LAYOUTS}")
     if num_sequences < 1:
         raise ValueError(f"num_sequences must be >= 1, got {num_sequences}")
+    if not 0 <= quality <= 100:
+        raise ValueError(f"JPEG quality must be in [0, 100], got {quality}")
     config = config or SyntheticConfig()
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -220,7 +225,9 @@ def write_dataset(
     else:
         # spawn, not fork: callers may hold threads (torch, data loaders) that fork would copy mid-state.
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
+        with ProcessPoolExecutor(
+            max_workers=min(workers, len(jobs)), mp_context=context, initializer=_init_worker
+        ) as pool:
             total = _collect(pool.map(_write_job, jobs), len(jobs), progress)
     return total
 
