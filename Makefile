@@ -9,13 +9,13 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 WORKSPACE ?= $(CURDIR)/workspace
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-slow lint install install-test clean
+.PHONY: demo demo-1d test test-slow lint install install-test clean
 
 $(PY):
 	$(PYTHON) -m venv $(ENV_DIR)
 
 $(ENV_DIR)/.installed: $(PY) setup.py constraints.txt
-	$(PY) -m pip install -e . 
+	$(PY) -m pip install -e .
 	touch $@
 
 $(ENV_DIR)/.installed-test: $(ENV_DIR)/.installed
@@ -27,6 +27,9 @@ install-test: $(ENV_DIR)/.installed-test
 
 demo: install
 	$(PY) -m ltr.cli.demo --workspace $(WORKSPACE)
+
+demo-1d: install
+	$(PY) -m ltr.cli.demo --pipeline regression_1d --workspace $(WORKSPACE)
 
 lint: install-test
 	$(PY) -m ruff check .
