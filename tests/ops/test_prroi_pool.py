@@ -128,8 +128,8 @@ def test_output_order_follows_input_rois() -> None:
 
 
 # Image indices that take the padded path without scattering (sorted, as many per image), the padded path
-# with scattering, and the per-image loop (too uneven for padding), unsorted.
-LAYOUTS = [[0.0, 1.0, 2.0], [1.0, 0.0, 2.0, 1.0], [2.0, 2.0, 0.0, 2.0]]
+# with scattering and an empty slot, and the per-image loop (too uneven for padding); the last two unsorted.
+LAYOUTS = [[0.0, 1.0, 2.0], [1.0, 0.0, 2.0, 1.0, 0.0, 2.0, 1.0, 0.0], [2.0, 2.0, 0.0, 2.0]]
 
 
 @pytest.mark.parametrize("images", LAYOUTS)
@@ -137,11 +137,10 @@ def test_gradcheck_features_and_boxes(images: list[float]) -> None:
     generator = torch.Generator().manual_seed(2)
     features = torch.randn(3, 2, 4, 5, generator=generator, dtype=torch.float64, requires_grad=True)
     index = torch.tensor(images, dtype=torch.float64)[:, None]
-    # No bin edge on a grid line: the second derivative jumps there.
-    coords = torch.tensor(
-        [[0.7, 0.3, 5.1, 4.6], [-1.3, 0.9, 2.2, 7.4], [3.05, 1.1, 3.8, 1.45], [2.2, -0.6, 9.0, 2.6]],
-        dtype=torch.float64,
-    )[: len(images)].requires_grad_(True)
+    # Random corners: no bin edge falls on a grid line, where the second derivative jumps.
+    corner = torch.rand(len(images), 2, generator=generator, dtype=torch.float64) * 10 - 2
+    size = torch.rand(len(images), 2, generator=generator, dtype=torch.float64) * 6 + 0.3
+    coords = torch.cat([corner, corner + size], dim=1).requires_grad_(True)
 
     def pool(feat: torch.Tensor, box: torch.Tensor) -> torch.Tensor:
         return prroi_pool(feat, torch.cat([index, box], dim=1), (2, 3), 0.8)
