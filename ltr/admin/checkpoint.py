@@ -133,18 +133,25 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     try:
         data = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
-        text = str(err)
-        if "Weights only load failed" in text or "Unsupported global" in text:
-            m = re.search(r"Unsupported global: GLOBAL (\S+)", text)
-            what = f"it needs {m.group(1)}" if m else text.splitlines()[0].strip()
-            raise CheckpointError(
-                f"{path}: refused: the file holds pickled Python objects, which are never loaded "
-                f"(safe loading with weights_only=True failed: {what})"
-            ) from err
-        raise CheckpointError(f"{path}: not a PyTorch checkpoint file ({_first_line(err)})") from err
+        raise CheckpointError(f"{path}: {_unpickling_reason(str(err))}") from err
     except Exception as err:  # any parse failure of a foreign/corrupt file: re-raised with the file named
         raise CheckpointError(f"{path}: not a readable PyTorch checkpoint file ({_first_line(err)})") from err
     return validate(data, path)
+
+
+def _unpickling_reason(text: str) -> str:
+    """Why torch's weights-only unpickler stopped, in words (its message is long and generic)."""
+    detail = re.search(r"WeightsUnpickler error:\s*(.+)", text)
+    what = detail.group(1).strip() if detail else text.splitlines()[0].strip()
+    if "Unsupported operand" in what:  # a byte that is no pickle opcode: not a torch file at all
+        return f"not a PyTorch checkpoint file (no pickle stream: {what})"
+    glob = re.search(r"GLOBAL (\S+)", what)
+    if glob:
+        what = f"it needs {glob.group(1)}"
+    return (
+        "refused: the file holds pickled Python objects, which are never loaded "
+        f"(safe loading with weights_only=True failed: {what})"
+    )
 
 
 def _first_line(err: BaseException) -> str:

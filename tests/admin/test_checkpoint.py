@@ -89,6 +89,7 @@ def test_numpy_arrays_are_refused_too(tmp_path):
         (b"epoch,loss\n1,0.5\n", "not a readable PyTorch checkpoint file"),
         (b"", "not a readable PyTorch checkpoint file"),
         (b"PK\x03\x04garbage", "not a readable PyTorch checkpoint file"),
+        (b'{"history": []}\n', r"not a PyTorch checkpoint file \(no pickle stream"),
     ],
 )
 def test_non_torch_files_are_refused(tmp_path, content, reason):
