@@ -46,7 +46,18 @@ def collate_frames(samples: list[dict[str, Tensor]]) -> dict[str, Tensor]:
     for i, s in enumerate(samples):
         if s.keys() != keys:
             raise ValueError(f"sample {i} has keys {sorted(s.keys())}, expected {sorted(keys)}")
-    return {k: torch.stack([s[k] for s in samples], dim=1) for k in keys}
+    in_worker = torch.utils.data.get_worker_info() is not None
+    out = {}
+    for k in keys:
+        parts = [s[k] for s in samples]
+        if in_worker:  # stack straight into shared memory: the batch then travels to the parent uncopied
+            first = parts[0]
+            shape = (first.shape[0], len(parts), *first.shape[1:])
+            buffer = torch.empty(shape, dtype=first.dtype).share_memory_()
+            out[k] = torch.stack(parts, dim=1, out=buffer)
+        else:
+            out[k] = torch.stack(parts, dim=1)
+    return out
 
 
 class EpochSampler(Sampler[int]):

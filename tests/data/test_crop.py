@@ -148,3 +148,14 @@ def test_bad_inputs_are_named():
         sample_target_crop(np.zeros((10, 10, 3), np.uint8), np.array([1.0, 1, 2]), 2.0, 8)
     with pytest.raises(ValueError, match="2 images but 1 boxes"):
         sample_target_crops([np.zeros((10, 10, 3), np.uint8)] * 2, np.array([[1.0, 1, 2, 2]]), 2.0, 8)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_crops_match_cpu():
+    image = torch.from_numpy(textured_background(H, W, seed=9)).permute(2, 0, 1)
+    boxes = torch.tensor([[40.0, 30.0, 20.0, 10.0], [-5.0, 10.0, 15.0, 15.0]])
+    cpu, tc = sample_target_crops(image, boxes, 4.0, OUT, "inside_major", 1.5)
+    gpu, tg = sample_target_crops(image.cuda(), boxes.cuda(), 4.0, OUT, "inside_major", 1.5)
+    assert gpu.device.type == "cuda" and tg.scale.device.type == "cuda"
+    torch.testing.assert_close(gpu.cpu(), cpu, atol=1e-3, rtol=1e-4)
+    torch.testing.assert_close(tg.offset.cpu(), tc.offset)
