@@ -3,6 +3,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ltr.data.crop import CropTransform, crop_region, sample_target_crop, sample_target_crops
 from tests.data.helpers import TARGET_COLOR, draw_box, textured_background
@@ -159,3 +161,29 @@ def test_cuda_crops_match_cpu():
     assert gpu.device.type == "cuda" and tg.scale.device.type == "cuda"
     torch.testing.assert_close(gpu.cpu(), cpu, atol=1e-3, rtol=1e-4)
     torch.testing.assert_close(tg.offset.cpu(), tc.offset)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    box=st.tuples(st.floats(-200, 400), st.floats(-200, 400), st.floats(0.5, 300), st.floats(0.5, 300)),
+    size=st.tuples(st.integers(16, 500), st.integers(16, 500)),
+    factor=st.floats(1.0, 8.0),
+)
+def test_crop_region_properties(box, size, factor):
+    box = np.array(box)
+    side = max(math.sqrt(box[2] * box[3]) * factor, 1.0)  # min_side 1
+    rep = crop_region(box, factor, size, mode="replicate")
+    np.testing.assert_allclose(rep[:2] + rep[2:] / 2, box[:2] + box[2:] / 2, atol=1e-6)  # centred
+    for mode in ("inside", "inside_major"):
+        r = crop_region(box, factor, size, mode=mode, max_scale_change=1.5)
+        assert r[2] == pytest.approx(r[3])
+        assert side / 1.5 - 1e-6 <= r[2] <= side + 1e-6  # shrunk by at most 1.5, never grown
+        for start, extent in ((r[0], size[0]), (r[1], size[1])):
+            if r[2] <= extent + 1e-9:
+                assert -1e-6 <= start and start + r[2] <= extent + 1e-6  # fits: inside the image
+            else:
+                assert start == pytest.approx((extent - r[2]) / 2)  # larger: centred
+    t = crop_region(torch.tensor(box), factor, size, mode="inside_major", max_scale_change=1.5)
+    np.testing.assert_allclose(
+        t.numpy(), crop_region(box, factor, size, mode="inside_major", max_scale_change=1.5)
+    )

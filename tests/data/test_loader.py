@@ -90,6 +90,10 @@ def test_end_to_end_0_and_1_workers_same_batches_and_epochs_differ():
         check_batch(x)
         for k in x:
             torch.testing.assert_close(x[k], y[k])
+    # two workers split the epoch's indices: the same batches again, so no worker repeats another's samples
+    b2 = batches(TrainingLoader(sampler, batch_size=B, num_workers=2))
+    for x, y in zip(b0, b2, strict=True):
+        torch.testing.assert_close(x["test_images"], y["test_images"])
     loader0.set_epoch(1)
     e1 = batches(loader0)
     assert not torch.equal(e1[0]["test_boxes"], b0[0]["test_boxes"])
