@@ -428,8 +428,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             ensure_assets(force=args.force_assets)
         except VisdomAssetError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            if args.install_assets_only:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            # the Python client (training/tracking --visdom) works without the assets; only the page needs them
+            print(f"warning: {exc}\nwarning: serving anyway; the browser page stays blank", file=sys.stderr)
     if args.install_assets_only:
         return 0
     warning = _tornado_check()

@@ -11,10 +11,14 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
 import tarfile
+import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +89,13 @@ def test_image_line_text_round_trip(server: vs.VisdomServer, client) -> None:
 
     log = json.loads(client.get_window_data("log"))
     assert log["type"] == "text" and log["content"] == "epoch 3: <b>done</b>"
+
+
+def test_page_is_served(server: vs.VisdomServer) -> None:
+    # tornado >= 6.6 answers 403 here (visdom's page asks for ../user/style.css); setup.py pins tornado<6.6
+    with urllib.request.urlopen(server.url + "/", timeout=10) as resp:
+        assert resp.status == 200
+        assert "<title>visdom</title>" in resp.read().decode()
 
 
 def test_environment_saved_under_env_path(server: vs.VisdomServer, client) -> None:
@@ -162,6 +173,46 @@ def test_server_command_flags() -> None:
     assert cmd[cmd.index("-port") + 1] == "8097"
     assert cmd[cmd.index("-env_path") + 1] == "/x/envs"
     assert "-bind_local" in cmd
+
+
+def test_cli_serves_in_foreground_until_interrupted(tmp_path: Path) -> None:
+    port = vs.free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "ltr.admin.visdom_server", "--port", str(port), "--env-path", str(tmp_path)]
+    proc = subprocess.Popen(
+        [*cmd, "--skip-assets"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        first = proc.stdout.readline()  # printed once the server answers
+        assert first.startswith(f"visdom server running at http://127.0.0.1:{port} "), (
+            first + proc.stderr.read()
+        )
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
+            assert resp.status == 200
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "visdom server stopped" in out
+    deadline = time.monotonic() + 10
+    while _listening_addresses(port) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _listening_addresses(port) == [], "server child still listening after the CLI exited"
+
+
+def test_cli_rejects_bad_port() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.admin.visdom_server", "--port", "70000", "--skip-assets"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2 and "--port must be in 1..65535, got 70000" in proc.stderr
 
 
 # ---------------------------------------------------------------- asset installer, offline
