@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -281,6 +282,16 @@ def _answers(port: int, timeout: float = 0.5) -> bool:
         return False
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child before exec
+    """Linux: ask the kernel to SIGTERM the server when the process (thread) that started it dies, so a killed
+    test run or CLI does not leave a server behind."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+
+
 def server_command(port: int, env_path: Path | str) -> list[str]:
     """argv that runs visdom 0.2.4's server (``run_server.main``, no CDN download) on 127.0.0.1:``port``."""
     return [
@@ -350,7 +361,8 @@ def start_server(
 ) -> VisdomServer:
     """Start visdom on 127.0.0.1:``port`` (loopback only) storing environments in ``env_path``.
 
-    Returns once the port accepts connections. The server's stdout/stderr go to ``log_path`` (default
+    Returns once the port accepts connections. On Linux the server also gets SIGTERM when the thread that
+    started it exits (PR_SET_PDEATHSIG), so call this from a thread that outlives the server. The server's stdout/stderr go to ``log_path`` (default
     ``<env_path>/visdom_server.log``). Raises VisdomServerError (with the log tail) when the process exits
     early or does not answer within ``timeout`` seconds, and when something already listens on ``port``.
     """
@@ -366,8 +378,19 @@ def start_server(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C in a terminal reaches only the parent; close() stops the child
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
     handle = VisdomServer(port=port, env_path=env_path, log_path=log_path, process=proc)
+    try:
+        _wait_until_answering(handle, timeout)
+    except BaseException:  # includes Ctrl-C while waiting: never leave the child running
+        handle.close()
+        raise
+    return handle
+
+
+def _wait_until_answering(handle: VisdomServer, timeout: float) -> None:
+    proc, port, log_path = handle.process, handle.port, handle.log_path
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
@@ -376,9 +399,8 @@ def start_server(
                 f"log {log_path}:\n{handle.log_tail()}"
             )
         if _answers(port):
-            return handle
+            return
         if time.monotonic() > deadline:
-            handle.close()
             raise VisdomServerError(
                 f"visdom server did not answer on {handle.url} within {timeout:.0f} s; log {log_path}:\n"
                 f"{handle.log_tail()}"
@@ -435,14 +457,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"warning: {exc}\nwarning: serving anyway; the browser page stays blank", file=sys.stderr)
     if args.install_assets_only:
         return 0
+    # SIGTERM (e.g. from a process manager) unwinds like Ctrl-C, so the server child is stopped too
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     warning = _tornado_check()
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
+    print(f"starting visdom on http://{LOOPBACK}:{args.port} ...", flush=True)
     try:
         server = start_server(args.port, env_path=args.env_path)
     except VisdomServerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("interrupted before the server answered; stopped it", file=sys.stderr)
+        return 130
     with server:
         print(f"visdom server running at {server.url}  (environments in {server.env_path}; Ctrl-C stops it)")
         print(f"server log: {server.log_path}", flush=True)

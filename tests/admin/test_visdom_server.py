@@ -183,6 +183,7 @@ def test_cli_serves_in_foreground_until_interrupted(tmp_path: Path) -> None:
         [*cmd, "--skip-assets"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     try:
+        assert proc.stdout.readline().startswith(f"starting visdom on http://127.0.0.1:{port} ")
         first = proc.stdout.readline()  # printed once the server answers
         assert first.startswith(f"visdom server running at http://127.0.0.1:{port} "), (
             first + proc.stderr.read()
