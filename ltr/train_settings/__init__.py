@@ -13,6 +13,7 @@ from types import ModuleType
 MODULES: dict[str, str] = {
     "regression_1d": "ltr.train_settings.regression_1d",
     "dimp": "ltr.train_settings.dimp",
+    "detection": "ltr.train_settings.detection",
 }
 
 

@@ -1,0 +1,291 @@
+"""Set up data and the frozen detector, train the energy head, evaluate detector vs refined boxes.
+
+Preflight (before anything is built): a COCO setting without ``COCO_DIR`` and the COCO detector without its
+cached weights stop at once with errors that name what to set and point to the ``*_tiny`` settings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from ltr.admin.config import ConfigError
+from ltr.admin.paths import dataset_root
+from ltr.dataset.base import DatasetError
+from ltr.detection.config import DetectionConfig
+from ltr.detection.data import CocoImages
+from ltr.detection.detector import (
+    RESNET50_LEVELS,
+    TINY_LEVELS,
+    FrozenDetector,
+    build_resnet50_detector,
+    check_pretrained_weights,
+)
+from ltr.detection.energy import BoxScorer
+from ltr.ebm import build_method, gradient_ascent
+from ltr.models.detection import EnergyBoxHead
+from ltr.ops.boxes import rel_to_xywh, xywh_to_xyxy, xyxy_to_xywh
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class Setup:
+    """What a run needs besides the head: the data root and the frozen detector."""
+
+    root: Path
+    detector: FrozenDetector
+
+
+def preflight(cfg: DetectionConfig) -> Path | None:
+    """Check data/weights availability at once; returns the COCO root (None for synthetic data)."""
+    if cfg.data == "coco" and cfg.detector != "resnet50_fpn":
+        raise ConfigError("detector=tiny is trained on the synthetic set only; use data=synthetic")
+    if cfg.data == "synthetic" and cfg.detector != "tiny":
+        raise ConfigError("data=synthetic needs detector=tiny (the COCO detector knows no synthetic classes)")
+    root = None
+    if cfg.data == "coco":
+        try:
+            root = dataset_root("coco")
+        except DatasetError as err:
+            raise DatasetError(
+                f"{err}. This is a paper setting on COCO 2017; for the embedded synthetic default run a "
+                "*_tiny setting, e.g. `python ltr/run_training.py detection nce_plus_tiny`"
+            ) from err
+    if cfg.detector == "resnet50_fpn":
+        check_pretrained_weights()
+    return root
+
+
+def build_setup(cfg: DetectionConfig, workspace: Path, device: torch.device, log: Log = print) -> Setup:
+    """Resolve the data (generating the synthetic set if needed) and build the frozen detector."""
+    root = preflight(cfg)
+    if cfg.data == "synthetic":
+        from ltr.detection.detector_train import load_or_train_tiny_detector
+        from ltr.detection.synthetic import ensure_synthetic
+
+        cache = Path(workspace) / "detection"
+        root = ensure_synthetic(cache, cfg.synthetic)
+        train = CocoImages(root, cfg.train_split)
+        net = load_or_train_tiny_detector(
+            cache, train, cfg.synthetic, iters=cfg.detector_iters, lr=cfg.detector_lr, seed=cfg.seed
+        )
+        mapping = {i + 1: c for i, c in enumerate(train.category_ids)}
+        detector = FrozenDetector(net, TINY_LEVELS, mapping)
+    else:
+        detector = FrozenDetector(build_resnet50_detector(), RESNET50_LEVELS, None)
+    assert root is not None
+    return Setup(root=root, detector=detector.to(device))
+
+
+def build_head(cfg: DetectionConfig, in_channels: int) -> EnergyBoxHead:
+    return EnergyBoxHead(in_channels=in_channels, pool_size=cfg.pool_size, hidden=cfg.hidden)
+
+
+def build_loss(cfg: DetectionConfig):
+    """The :mod:`ltr.ebm` method object of ``cfg.method`` with the config's hyperparameters."""
+    m = cfg.num_samples
+    if cfg.method in ("ml_is",):
+        return build_method("ml_is", sigmas=cfg.sigmas, num_samples=m)
+    if cfg.method == "kld_is":
+        return build_method("kld_is", sigmas=cfg.sigmas, label_sigma=cfg.label_sigma, num_samples=m)
+    if cfg.method == "nce":
+        return build_method("nce", sigmas=cfg.sigmas, num_samples=max(1, m - 1))
+    if cfg.method == "nce_plus":
+        return build_method(
+            "nce_plus", sigmas=cfg.sigmas, num_samples=max(1, m - 1), beta=cfg.beta, beta_mode=cfg.beta_mode
+        )
+    if cfg.method == "ml_mcmc":
+        return build_method("ml_mcmc", num_steps=cfg.mcmc_steps, step_length=cfg.mcmc_alpha, num_samples=m)
+    if cfg.method == "dsm":
+        return build_method("dsm", sigma=cfg.dsm_sigma, num_samples=m)
+    raise ConfigError(f"method={cfg.method!r} is not a detection method")
+
+
+def _batch_targets(
+    data: CocoImages, ids: list[int], scale: Tensor, max_boxes: int, gen: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """GT boxes of a batch in network-input pixels: (N, 4) xywh and (N,) image index."""
+    refs, index = [], []
+    for b, image_id in enumerate(ids):
+        boxes = data.boxes(image_id)
+        if len(boxes) > max_boxes:
+            boxes = boxes[torch.randperm(len(boxes), generator=gen)[:max_boxes]]
+        refs.append(boxes * scale[b].cpu().repeat(2))
+        index.append(torch.full((len(boxes),), b, dtype=torch.long))
+    return torch.cat(refs), torch.cat(index)
+
+
+def train_head(
+    cfg: DetectionConfig, setup: Setup, head: EnergyBoxHead, device: torch.device, log: Log = print
+) -> list[dict[str, float]]:
+    """Train ``head`` on GT boxes of the train split with the configured method; returns logged stats."""
+    data = CocoImages(setup.root, cfg.train_split)
+    ids = data.with_boxes()
+    if not ids:
+        raise DatasetError(f"{data.root}: split {cfg.train_split} has no usable boxes")
+    loss_fn = build_loss(cfg)
+    opt = torch.optim.Adam(head.parameters(), lr=cfg.lr)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=cfg.lr_step, gamma=cfg.lr_gamma)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    head.train()
+    history: list[dict[str, float]] = []
+    running, start = 0.0, time.time()
+    for it in range(cfg.iterations):
+        pick = [ids[k] for k in torch.randint(len(ids), (cfg.batch_images,), generator=gen).tolist()]
+        images = [data.image(i).to(device) for i in pick]
+        feats, scale = setup.detector.features(images)
+        ref, index = _batch_targets(data, pick, scale, cfg.max_boxes_per_image, gen)
+        ref, index = ref.to(device), index.to(device)
+        scorer = BoxScorer(head, feats, setup.detector.levels, ref, index)
+        labels = torch.zeros(len(ref), 4, device=device)
+        result = loss_fn(scorer, labels, generator=gen)
+        opt.zero_grad(set_to_none=True)
+        result.loss.backward()
+        opt.step()
+        sched.step()
+        running += float(result.loss.detach())
+        if cfg.log_every and (it + 1) % cfg.log_every == 0:
+            entry = {"iteration": it + 1, "loss": running / cfg.log_every, "seconds": time.time() - start}
+            entry.update({k: float(v) for k, v in result.stats.items()})
+            history.append(entry)
+            log(f"it {it + 1}/{cfg.iterations} loss {entry['loss']:.4f} ({entry['seconds']:.0f}s)")
+            running = 0.0
+    head.eval()
+    return history
+
+
+@dataclass
+class Prepared:
+    """Detections of one image batch after guided NMS, ready for refinement (network-input pixels).
+
+    ref: (K, 4) xywh initial boxes; index: (K,) image in batch; scale: (K, 2) (sx, sy); scores (K,);
+    categories: K COCO category ids; image_ids: the batch's image ids; baseline: per image the detector's
+    own boxes after standard NMS ((k, 4) xyxy original pixels, (k,) scores, k category ids).
+    """
+
+    features: list[Tensor]
+    ref: Tensor
+    index: Tensor
+    scale: Tensor
+    scores: Tensor
+    categories: list[int]
+    image_ids: list[int]
+    baseline: list[tuple[Tensor, Tensor, list[int]]]
+
+
+def _top(keep: Tensor, scores: Tensor, k: int) -> Tensor:
+    return keep[torch.argsort(scores, descending=True, stable=True)[:k]]
+
+
+def prepare_batch(
+    cfg: DetectionConfig, setup: Setup, head: EnergyBoxHead, images: list[Tensor], image_ids: list[int]
+) -> Prepared:
+    """Run the detector, score every raw detection with f, apply standard NMS (baseline) and guided NMS."""
+    from ltr.detection.nms import guided_nms
+
+    det = setup.detector
+    feats, scale, raw = det.run(images)
+    refs, index, scales, scores, cats, baseline = [], [], [], [], [], []
+    for b, d in enumerate(raw):
+        boxes, sc, lab = d["boxes"], d["scores"], d["labels"]
+        ok = ((boxes[:, 2] - boxes[:, 0]) > 1e-3) & ((boxes[:, 3] - boxes[:, 1]) > 1e-3)
+        boxes, sc, lab = boxes[ok], sc[ok], lab[ok]
+        plain = guided_nms(boxes, sc, sc, lab, cfg.nms_iou)
+        top = _top(plain.keep, plain.scores, cfg.max_detections)
+        baseline.append((boxes[top], sc[top], det.category(lab[top])))
+        ref_all = xyxy_to_xywh(boxes) * scale[b].repeat(2)
+        if cfg.nms_rank_by == "energy" and len(boxes):
+            idx = torch.full((len(boxes),), b, dtype=torch.long, device=boxes.device)
+            with torch.no_grad():
+                loc = BoxScorer(head, feats, det.levels, ref_all, idx)(ref_all.new_zeros(len(boxes), 1, 4))[
+                    :, 0
+                ]
+        else:
+            loc = sc
+        g = guided_nms(boxes, sc, loc, lab, cfg.nms_iou)
+        order = torch.argsort(g.scores, descending=True, stable=True)[: cfg.max_detections]
+        keep = g.keep[order]
+        refs.append(ref_all[keep])
+        index.append(torch.full((len(keep),), b, dtype=torch.long, device=boxes.device))
+        scales.append(scale[b].expand(len(keep), 2))
+        scores.append(g.scores[order])
+        cats.extend(det.category(lab[keep]))
+    return Prepared(
+        feats,
+        torch.cat(refs),
+        torch.cat(index),
+        torch.cat(scales),
+        torch.cat(scores),
+        cats,
+        image_ids,
+        baseline,
+    )
+
+
+def refine(
+    cfg: DetectionConfig, head: EnergyBoxHead, levels, prep: Prepared, step_pos: float, step_size: float
+) -> Tensor:
+    """T steps of Algorithm S1 on all boxes of the batch at once -> (K, 4) xyxy original pixels.
+
+    The ascent runs in the rel space around each initial box, with step lengths (step_pos, step_pos,
+    step_size, step_size) and decay eta = cfg.step_decay. step_pos = step_size = 0 returns the initial boxes.
+    """
+    ref = prep.ref
+    if len(ref) and cfg.refine_steps > 0 and (step_pos > 0 or step_size > 0):
+        scorer = BoxScorer(head, prep.features, levels, ref, prep.index)
+        y0 = ref.new_zeros(len(ref), 1, 4)
+        steps = [step_pos, step_pos, step_size, step_size]
+        res = gradient_ascent(scorer, y0, step_length=steps, num_iters=cfg.refine_steps, decay=cfg.step_decay)
+        ref = rel_to_xywh(res.y[:, 0], ref)
+    return xywh_to_xyxy(ref / prep.scale.repeat(1, 2))
+
+
+def evaluate_split(
+    cfg: DetectionConfig,
+    setup: Setup,
+    head: EnergyBoxHead,
+    split: str,
+    step_pairs: list[tuple[float, float]],
+    device: torch.device,
+    log: Log = print,
+) -> tuple[dict[str, dict[str, float]], dict[str, list[dict]]]:
+    """COCO AP of the detector's boxes, of guided NMS alone and of refinement with each step pair.
+
+    Returns ({row name: {"AP", "AP50", "AP75"}}, {row name: COCO results list}). Rows: ``detector``,
+    ``guided_nms``, and ``refined_<step_pos>_<step_size>`` per pair.
+    """
+    from ltr.detection.coco_eval import evaluate, to_results
+
+    data = CocoImages(setup.root, split)
+    ids = data.image_ids[: cfg.max_eval_images] if cfg.max_eval_images > 0 else data.image_ids
+    results: dict[str, list[dict]] = {"detector": [], "guided_nms": []}
+    names = [f"refined_{sp:g}_{ss:g}" for sp, ss in step_pairs]
+    for n in names:
+        results[n] = []
+    head.eval()
+    start = time.time()
+    for s in range(0, len(ids), cfg.eval_batch_images):
+        batch_ids = ids[s : s + cfg.eval_batch_images]
+        images = [data.image(i).to(device) for i in batch_ids]
+        prep = prepare_batch(cfg, setup, head, images, batch_ids)
+        for image_id, (boxes, sc, cats) in zip(batch_ids, prep.baseline, strict=True):
+            results["detector"] += to_results(image_id, boxes, sc, cats)
+        variants = [("guided_nms", 0.0, 0.0)] + [
+            (n, sp, ss) for n, (sp, ss) in zip(names, step_pairs, strict=True)
+        ]
+        for name, sp, ss in variants:
+            boxes = refine(cfg, head, setup.detector.levels, prep, sp, ss)
+            for b, image_id in enumerate(batch_ids):
+                sel = (prep.index == b).nonzero().squeeze(1)
+                results[name] += to_results(
+                    image_id, boxes[sel], prep.scores[sel], [prep.categories[i] for i in sel.tolist()]
+                )
+    log(f"evaluated {len(ids)} {split} images, {len(step_pairs)} step settings ({time.time() - start:.0f}s)")
+    metrics = {name: evaluate(data.coco, res, ids) for name, res in results.items()}
+    return metrics, results
