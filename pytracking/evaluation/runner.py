@@ -1,0 +1,178 @@
+"""Run a tracker over the sequences of a dataset: resumable, optionally parallel, atomic result files.
+
+- Results go to ``{results}/{tracker}/{param}[_{runid:03d}]/`` (:mod:`pytracking.evaluation.results`);
+  sequences whose box file exists are skipped, so an interrupted run continues where it stopped.
+- ``threads > 1`` runs sequences in that many worker processes (spawned; each loads the network once and uses
+  ``max(1, cpu_count // threads)`` torch threads).
+- A sequence that raises is recorded with its traceback and the run goes on; :class:`RunReport` lists the
+  failures (the command line prints them and exits non-zero). The other sequences' results are kept.
+- Frame 0's box is the given initial box; times are the tracker's seconds per frame (frame loading excluded).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
+from ltr.dataset.registry import get_dataset
+from pytracking.evaluation.results import is_finished, result_folder, write_sequence_results
+from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker
+
+#: command-line dataset name -> (registry name, split)
+DATASET_NAMES: dict[str, tuple[str, str | None]] = {
+    "otb": ("otb", None),
+    "lasot": ("lasot_test", None),
+    "uav": ("uav", None),
+    "nfs": ("nfs", None),
+    "trackingnet": ("trackingnet_test", None),
+    "got10k_test": ("got10k_test", None),
+    "got10k_val": ("got10k_val", None),
+    "vot": ("vot", None),
+    "synthetic": ("synthetic", None),
+    "folder": ("folder", None),
+}
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A dataset by command-line name and optional root (picklable, re-opened in each worker)."""
+
+    name: str
+    root: str | None = None
+
+    def open(self) -> SequenceDataset:
+        if self.name not in DATASET_NAMES:
+            raise KeyError(f"unknown dataset {self.name!r}; choose one of {sorted(DATASET_NAMES)}")
+        registry_name, split = DATASET_NAMES[self.name]
+        return get_dataset(registry_name, root=self.root, split=split)
+
+
+@dataclass
+class RunReport:
+    """done / skipped sequence names, failures as (name, traceback text), the result folder."""
+
+    folder: Path
+    done: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+def track_sequence(tracker: Any, sequence: Sequence, *, view: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes (N, 4) xywh and per-frame seconds (N,) of ``tracker`` on ``sequence``."""
+    n = len(sequence)
+    init = np.asarray(sequence.init_box, dtype=np.float64)
+    if not (np.isfinite(init).all() and init[2] > 0 and init[3] > 0):
+        raise DatasetError(
+            f"sequence {sequence.name!r}: the first frame's box {init.tolist()} is not a valid box"
+        )
+    boxes = np.empty((n, 4), dtype=np.float64)
+    times = np.empty(n, dtype=np.float64)
+    frame = sequence.frame(0)
+    start = time.perf_counter()
+    tracker.initialize(frame, init)
+    times[0] = time.perf_counter() - start
+    boxes[0] = init
+    if view is not None:
+        view.show(frame, init, sequence=sequence.name, frame_index=0)
+    for i in range(1, n):
+        frame = sequence.frame(i)
+        start = time.perf_counter()
+        boxes[i] = tracker.track(frame)
+        times[i] = time.perf_counter() - start
+        if view is not None:
+            view.show(frame, boxes[i], sequence=sequence.name, frame_index=i, debug_info=tracker.debug_info)
+    return boxes, times
+
+
+# ------------------------------------------------------------------------------------------ per process state
+_WORKER: dict[str, Any] = {}
+
+
+def _setup(spec: TrackerSpec, dataset: DatasetSpec, folder: Path, torch_threads: int | None) -> None:
+    if torch_threads is not None:
+        torch.set_num_threads(torch_threads)
+    _WORKER.clear()
+    _WORKER.update(spec=spec, dataset=dataset.open(), folder=folder, view=None)
+    if spec.visdom is not None:
+        from pytracking.visdom_view import VisdomView
+
+        _WORKER["view"] = VisdomView(spec.visdom.server, spec.visdom.port, spec.visdom.env)
+
+
+def _run_one(name: str) -> tuple[str, str | None]:
+    """Track one sequence in this process; (name, None) or (name, traceback text)."""
+    try:
+        sequence = _WORKER["dataset"].get_sequence(name)
+        tracker = build_tracker(_WORKER["spec"])
+        boxes, times = track_sequence(tracker, sequence, view=_WORKER["view"])
+        write_sequence_results(_WORKER["folder"], name, boxes, times)
+        return name, None
+    except Exception:  # recorded and reported at the end of the run (never dropped)
+        if _WORKER["spec"].debug:
+            raise
+        return name, traceback.format_exc()
+
+
+def run_dataset(
+    spec: TrackerSpec,
+    dataset: DatasetSpec,
+    *,
+    results_root: str | Path,
+    runid: int | None = None,
+    sequences: list[str] | None = None,
+    threads: int = 1,
+    progress: bool = True,
+) -> RunReport:
+    """Track every (or the named) sequence of ``dataset`` not finished yet; see the module docstring."""
+    from tqdm import tqdm
+
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    folder = result_folder(results_root, spec.name, spec.param, runid)
+    names = dataset.open().sequence_names()
+    if sequences:
+        unknown = [s for s in sequences if s not in names]
+        if unknown:
+            raise KeyError(f"dataset {dataset.name!r} has no sequence(s) {unknown}")
+        names = [n for n in names if n in sequences]
+    report = RunReport(folder)
+    report.skipped = [n for n in names if is_finished(folder, n)]
+    todo = [n for n in names if not is_finished(folder, n)]
+    folder.mkdir(parents=True, exist_ok=True)
+    bar = tqdm(total=len(todo), desc=f"{spec.name}/{spec.param}", unit="seq", disable=not progress)
+    outcomes: list[tuple[str, str | None]] = []
+    if threads == 1 or len(todo) <= 1:
+        _setup(spec, dataset, folder, None)
+        for name in todo:
+            outcomes.append(_run_one(name))
+            bar.update(1)
+    else:
+        torch_threads = max(1, (os.cpu_count() or 1) // threads)
+        with ProcessPoolExecutor(
+            max_workers=min(threads, len(todo)),
+            mp_context=get_context("spawn"),
+            initializer=_setup,
+            initargs=(spec, dataset, folder, torch_threads),
+        ) as pool:
+            futures = [pool.submit(_run_one, name) for name in todo]
+            for fut in as_completed(futures):
+                outcomes.append(fut.result())
+                bar.update(1)
+    bar.close()
+    order = {n: i for i, n in enumerate(todo)}
+    for name, error in sorted(outcomes, key=lambda o: order[o[0]]):
+        if error is None:
+            report.done.append(name)
+        else:
+            report.failed.append((name, error))
+    return report

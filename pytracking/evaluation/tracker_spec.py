@@ -1,0 +1,70 @@
+"""What to run: a picklable description of a tracker (name, parameter set, network, device, live view), and
+building the tracker from it in whichever process runs the sequences."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pytracking.parameter.dimp import get_parameters
+from pytracking.tracker.dimp import DiMPTracker, LoadedNet, default_checkpoint, load_network
+
+TRACKERS = ("dimp",)
+
+
+@dataclass(frozen=True)
+class VisdomSpec:
+    server: str = "http://127.0.0.1"
+    port: int = 8097
+    env: str = "tracking"
+
+
+@dataclass(frozen=True)
+class TrackerSpec:
+    """name: tracker ("dimp"); param: parameter set; net: checkpoint path (None: the latest checkpoint of the
+    parameter set's train setting in the workspace); device: ``auto``, ``cpu``, ``cuda`` or ``cuda:K``."""
+
+    name: str
+    param: str
+    net: str | None = None
+    device: str = "auto"
+    visdom: VisdomSpec | None = None
+    debug: bool = False
+
+    def __post_init__(self) -> None:
+        if self.name not in TRACKERS:
+            raise ValueError(f"unknown tracker {self.name!r}; choose one of {list(TRACKERS)}")
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` -> cuda if available else cpu; ``cuda`` without a GPU is an error."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
+    return dev
+
+
+_NET_CACHE: dict[tuple[str, str], LoadedNet] = {}
+
+
+def network_path(spec: TrackerSpec) -> str:
+    """The checkpoint the spec names, or the default one of its parameter set (NoCheckpointError if none)."""
+    if spec.net is not None:
+        return spec.net
+    return str(default_checkpoint(get_parameters(spec.param).train_setting))
+
+
+def build_tracker(spec: TrackerSpec, **tracker_kwargs: Any) -> DiMPTracker:
+    """A fresh tracker for ``spec``; the network is loaded once per process and shared."""
+    params = get_parameters(spec.param)
+    device = resolve_device(spec.device)
+    path = network_path(spec)
+    key = (path, str(device))
+    if key not in _NET_CACHE:
+        _NET_CACHE[key] = load_network(path, device)
+    loaded = _NET_CACHE[key]
+    return DiMPTracker(loaded.net, loaded.geometry, params, **tracker_kwargs)

@@ -1,0 +1,1 @@
+"""Tracker parameter sets: ``pytracking.parameter.<tracker>.<name>.parameters()``."""

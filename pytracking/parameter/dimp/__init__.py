@@ -1,0 +1,22 @@
+"""DiMP parameter sets: one module per name with ``parameters() -> DiMPParams``.
+
+``nce_plus`` (the paper's DiMP-NCE+), ``kld_is``, ``nce``, ``ml_is`` (same runtime, networks trained with
+those box losses), ``nce_plus_tiny`` (the CPU-sized network) and the ablations ``nce_plus_norefine`` (no box
+refinement) and ``nce_plus_s1`` (Algorithm S1 instead of the fixed-step ascent); with ``--net`` any of them
+runs any checkpoint. The crop geometry is not here: it comes from the network's saved train config.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from pytracking.tracker.dimp.params import DiMPParams
+
+NAMES = ("nce_plus", "kld_is", "nce", "ml_is", "nce_plus_tiny", "nce_plus_norefine", "nce_plus_s1")
+
+
+def get_parameters(name: str) -> DiMPParams:
+    """The :class:`DiMPParams` of parameter set ``name``."""
+    if name not in NAMES:
+        raise KeyError(f"unknown dimp parameter set {name!r}; choose one of {list(NAMES)}")
+    return importlib.import_module(f"pytracking.parameter.dimp.{name}").parameters()

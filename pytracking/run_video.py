@@ -1,0 +1,138 @@
+"""Track a target in a video file or camera stream.
+
+``python pytracking/run_video.py dimp nce_plus VIDEO_OR_CAMERA_INDEX [--init x,y,w,h] [--save out.mp4]
+[--net PATH] [--device auto|cpu|cuda]``
+
+The initial box (xywh pixels of the first frame) comes from ``--init``; without it the box is drawn with
+``cv2.selectROI``, which needs a display and an OpenCV build with GUI support (a clear error otherwise).
+``--save`` writes every frame with the tracked box (codec from the extension: mp4v for .mp4, MJPG for .avi);
+the boxes are printed as ``frame,x,y,w,h`` lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from pytracking.evaluation.tracker_spec import TRACKERS, TrackerSpec, build_tracker, network_path
+from pytracking.parameter.dimp import NAMES as DIMP_PARAMS
+from pytracking.visdom_view import draw_boxes
+
+
+class VideoError(RuntimeError):
+    """The video/camera cannot be opened, or no initial box can be had."""
+
+
+def parse_box(text: str) -> np.ndarray:
+    """``"x,y,w,h"`` -> (4,) float64 xywh; an error naming the argument otherwise."""
+    try:
+        box = np.array([float(v) for v in text.split(",")], dtype=np.float64)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"--init {text!r}: expected four numbers x,y,w,h") from err
+    if box.shape != (4,) or not np.isfinite(box).all() or box[2] <= 0 or box[3] <= 0:
+        raise argparse.ArgumentTypeError(f"--init {text!r}: expected x,y,w,h with w > 0 and h > 0")
+    return box
+
+
+def open_capture(source: str) -> cv2.VideoCapture:
+    """A cv2.VideoCapture of a file path or a camera index (a string of digits)."""
+    cap = cv2.VideoCapture(int(source)) if source.isdigit() else cv2.VideoCapture(source)
+    if not cap.isOpened():
+        what = f"camera {source}" if source.isdigit() else f"video file {source}"
+        raise VideoError(f"cannot open {what}")
+    return cap
+
+
+def has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or sys.platform in (
+        "win32",
+        "darwin",
+    )
+
+
+def select_box(frame_bgr: np.ndarray) -> np.ndarray:
+    """Let the user draw the initial box (cv2.selectROI); a clear error without a display."""
+    if not has_display():
+        raise VideoError("no --init box given and no display to draw one on; pass --init x,y,w,h")
+    try:
+        x, y, w, h = cv2.selectROI("select the target, then ENTER", frame_bgr, showCrosshair=True)
+        cv2.destroyAllWindows()
+    except cv2.error as err:
+        raise VideoError(
+            f"cannot draw the box (OpenCV has no GUI support here: {err}); pass --init x,y,w,h"
+        ) from err
+    if w <= 0 or h <= 0:
+        raise VideoError("no box was drawn; pass --init x,y,w,h")
+    return np.array([x, y, w, h], dtype=np.float64)
+
+
+def _writer(path: Path, fps: float, size_wh: tuple[int, int]) -> cv2.VideoWriter:
+    codec = "MJPG" if path.suffix.lower() == ".avi" else "mp4v"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*codec), fps, size_wh)
+    if not writer.isOpened():
+        raise VideoError(f"cannot write video {path} with codec {codec}")
+    return writer
+
+
+def track_video(spec: TrackerSpec, source: str, init: np.ndarray | None, save: Path | None) -> np.ndarray:
+    """Track every frame of ``source``; returns (N, 4) xywh boxes (frame 0 = the initial box)."""
+    cap = open_capture(source)
+    writer = None
+    try:
+        ok, frame = cap.read()
+        if not ok:
+            raise VideoError(f"{source}: no frame could be read")
+        box = select_box(frame) if init is None else init
+        tracker = build_tracker(spec)
+        rgb = cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+        tracker.initialize(rgb, box)
+        boxes = [np.asarray(box, dtype=np.float64)]
+        if save is not None:
+            fps = cap.get(cv2.CAP_PROP_FPS) or 25.0
+            writer = _writer(save, fps if fps > 0 else 25.0, (frame.shape[1], frame.shape[0]))
+            writer.write(cv2.cvtColor(draw_boxes(rgb, boxes[0]), cv2.COLOR_RGB2BGR))
+        while True:
+            ok, frame = cap.read()
+            if not ok:
+                break
+            rgb = cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+            boxes.append(tracker.track(rgb))
+            if writer is not None:
+                writer.write(cv2.cvtColor(draw_boxes(rgb, boxes[-1]), cv2.COLOR_RGB2BGR))
+        return np.stack(boxes)
+    finally:
+        cap.release()
+        if writer is not None:
+            writer.release()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python pytracking/run_video.py", description=__doc__.split("\n")[0])
+    p.add_argument("tracker", choices=TRACKERS)
+    p.add_argument("param", choices=DIMP_PARAMS)
+    p.add_argument("source", help="video file or camera index (0, 1, ...)")
+    p.add_argument("--init", type=parse_box, default=None, help="initial box x,y,w,h (pixels)")
+    p.add_argument("--save", type=Path, default=None, help="write the video with the box to this file")
+    p.add_argument("--net", default=None, help="checkpoint (default: latest of the param's train setting)")
+    p.add_argument("--device", default="auto")
+    args = p.parse_args(argv)
+    try:
+        spec = TrackerSpec(args.tracker, args.param, args.net, args.device)
+        spec = TrackerSpec(args.tracker, args.param, network_path(spec), args.device)
+        boxes = track_video(spec, args.source, args.init, args.save)
+    except (VideoError, FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for i, b in enumerate(boxes):
+        print(f"{i}," + ",".join(repr(float(v)) for v in b))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""The classifier's sample memory: a fixed number of (feature map, target box, weight) slots on the device.
+
+The first ``num_init`` slots hold the initial (augmented) samples and are never replaced. A new sample
+gets weight ``lr`` after the others are scaled by ``1 - lr``; it goes into the next free slot, or, once the
+memory is full, replaces the non-initial sample with the smallest weight. After every update the initial
+samples are given at least ``init_min_weight`` of the total weight (their share is scaled up, the rest down).
+The slot is chosen on the device (``argmin``): no host synchronisation; only the count of filled slots is a
+host integer.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+class SampleMemory:
+    """Slots of classification features (M, C, H, W), boxes (M, 4) xywh crop pixels and weights (M,)."""
+
+    def __init__(self, size: int, *, init_min_weight: float) -> None:
+        self.size = size
+        self.init_min_weight = init_min_weight
+        self.features: Tensor | None = None
+        self.boxes: Tensor | None = None
+        self.weights: Tensor | None = None
+        self.num_init = 0
+        self.count = 0
+
+    def initialize(self, features: Tensor, boxes: Tensor) -> None:
+        """Store the N initial samples (N, C, H, W) and (N, 4) with equal weights."""
+        n = features.shape[0]
+        if n > self.size:
+            raise ValueError(f"{n} initial samples do not fit a memory of {self.size}")
+        if boxes.shape != (n, 4):
+            raise ValueError(f"initial boxes must be ({n}, 4) xywh, got {tuple(boxes.shape)}")
+        self.features = features.new_zeros((self.size, *features.shape[1:]))
+        self.boxes = boxes.new_zeros((self.size, 4))
+        self.weights = features.new_zeros(self.size)
+        self.features[:n] = features
+        self.boxes[:n] = boxes
+        self.weights[:n] = 1.0 / n
+        self.num_init = n
+        self.count = n
+
+    def add(self, feature: Tensor, box: Tensor, lr: float) -> None:
+        """Insert one sample (1, C, H, W) with its (4,) box and learning rate ``lr`` in (0, 1)."""
+        if self.weights is None:
+            raise RuntimeError("SampleMemory.add before initialize")
+        w = self.weights * (1.0 - lr)
+        if self.count < self.size:
+            index = torch.tensor([self.count], device=w.device)
+            self.count += 1
+        else:
+            rest = w[self.num_init :]
+            index = (torch.argmin(rest) + self.num_init).reshape(1)
+        w = w.index_fill(0, index, lr)
+        w = w / w.sum()
+        init_share = w[: self.num_init].sum()
+        # give the initial samples at least init_min_weight in total (no-op when they already have it)
+        need = init_share < self.init_min_weight
+        scale_init = torch.where(need, self.init_min_weight / init_share.clamp(min=1e-12), 1.0)
+        rest_share = (1.0 - init_share).clamp(min=1e-12)
+        scale_rest = torch.where(need, (1.0 - self.init_min_weight) / rest_share, 1.0)
+        w = torch.cat([w[: self.num_init] * scale_init, w[self.num_init :] * scale_rest])
+        self.weights = w
+        self.features.index_copy_(0, index, feature.to(self.features.dtype))
+        self.boxes.index_copy_(0, index, box.reshape(1, 4).to(self.boxes.dtype))
+
+    def filled(self) -> tuple[Tensor, Tensor, Tensor]:
+        """The filled slots: features (K, C, H, W), boxes (K, 4), weights (K,) summing to 1."""
+        k = self.count
+        return self.features[:k], self.boxes[:k], self.weights[:k]

@@ -1,0 +1,117 @@
+"""Box refinement by gradient ascent on the box head's f(x, y), all candidate boxes as one batch.
+
+Candidates: the classifier's box (its position with the current size) and ``num_random`` jittered copies
+(centre moved by up to +-``jitter_pos``/2 x sqrt(w h), sizes by up to +-``jitter_size``/2 x sqrt(w h),
+uniform; edges kept >= a third of the shorter side). Every candidate ascends f in the rel space of its own
+start box (cx/w0, cy/h0, log w, log h; ``ltr.ops.boxes``) with :func:`ltr.ebm.predict.gradient_ascent`:
+
+- ``mode="plain"``: the reference trackers' update, every step taken, step 2.5e-3, decay 1, 10 steps;
+- ``mode="s1"``: the paper's Algorithm S1, a step is kept only if f increases, else its step is decayed.
+
+Then boxes with an aspect ratio outside [1/``max_aspect_ratio``, ``max_aspect_ratio``] (or non-finite) are
+dropped and the ``top_k`` best by f averaged (xywh). With no usable box the classifier's box is returned.
+No host synchronisation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from ltr.ebm.predict import gradient_ascent
+from ltr.ops.boxes import rel_to_xywh
+
+BoxScoreFn = Callable[[Tensor], Tensor]  # (1, S, 4) xywh -> (1, S)
+
+
+class RefineResult(NamedTuple):
+    """box: (4,) xywh refined box; boxes: (S, 4) xywh all refined candidates; scores: (S,) f at them;
+    used: (S,) bool, the candidates averaged into ``box``. Same coordinates as the input box."""
+
+    box: Tensor
+    boxes: Tensor
+    scores: Tensor
+    used: Tensor
+
+
+def candidate_boxes(
+    box_xywh: Tensor, num_random: int, jitter_pos: float, jitter_size: float, generator: torch.Generator
+) -> Tensor:
+    """(1 + num_random, 4) xywh: ``box_xywh`` (4,) first, then its random jitters (see module docstring)."""
+    box = box_xywh.reshape(4)
+    if num_random == 0:
+        return box[None]
+    side = torch.sqrt(box[2] * box[3])
+    u = torch.rand(num_random, 4, generator=generator, dtype=torch.float64).to(box.device, box.dtype) - 0.5
+    factor = torch.stack([side * jitter_pos, side * jitter_pos, side * jitter_size, side * jitter_size])
+    delta = u * factor
+    min_edge = box[2:].min() / 3
+    size = (box[2:] + delta[:, 2:]).clamp(min=min_edge)
+    centre = box[:2] + 0.5 * box[2:] + delta[:, :2]
+    return torch.cat([box[None], torch.cat([centre - 0.5 * size, size], dim=-1)])
+
+
+def select_boxes(boxes: Tensor, scores: Tensor, fallback: Tensor, *, max_aspect_ratio: float, top_k: int):
+    """Average of the ``top_k`` best valid boxes (S, 4) xywh by score (S,); ``fallback`` (4,) if none is
+    valid.
+
+    Returns (box (4,), used (S,) bool).
+    """
+    ratio = boxes[:, 2] / boxes[:, 3]
+    valid = (
+        torch.isfinite(boxes).all(-1)
+        & torch.isfinite(scores)
+        & (boxes[:, 2] > 0)
+        & (boxes[:, 3] > 0)
+        & (ratio < max_aspect_ratio)
+        & (ratio > 1.0 / max_aspect_ratio)
+    )
+    masked = torch.where(valid, scores, torch.full_like(scores, float("-inf")))
+    k = min(top_k, boxes.shape[0])
+    top = masked.topk(k).indices
+    used = torch.zeros_like(valid).index_fill(0, top, True) & valid  # fewer than k valid: only the valid ones
+    weights = used.to(boxes.dtype)
+    count = weights.sum()
+    safe = torch.where(used[:, None], boxes, torch.zeros_like(boxes))
+    mean = (safe * weights[:, None]).sum(0) / count.clamp(min=1)
+    return torch.where(count > 0, mean, fallback), used
+
+
+def refine_box(
+    score_fn: BoxScoreFn,
+    box_xywh: Tensor,
+    *,
+    mode: str,
+    num_iters: int,
+    step_length: float,
+    decay: float,
+    num_random: int,
+    jitter_pos: float,
+    jitter_size: float,
+    max_aspect_ratio: float,
+    top_k: int,
+    generator: torch.Generator,
+) -> RefineResult:
+    """Refine ``box_xywh`` (4,) by gradient ascent of ``score_fn`` over it and its random jitters."""
+    start = candidate_boxes(box_xywh, num_random, jitter_pos, jitter_size, generator)[None]  # (1, S, 4)
+
+    def score_rel(rel: Tensor) -> Tensor:
+        return score_fn(rel_to_xywh(rel, start))
+
+    result = gradient_ascent(
+        score_rel,
+        torch.zeros_like(start),
+        step_length=step_length,
+        num_iters=num_iters,
+        decay=decay,
+        mode=mode,
+    )
+    boxes = rel_to_xywh(result.y, start)[0]
+    scores = result.scores[0]
+    box, used = select_boxes(
+        boxes, scores, box_xywh.reshape(4), max_aspect_ratio=max_aspect_ratio, top_k=top_k
+    )
+    return RefineResult(box, boxes, scores, used)

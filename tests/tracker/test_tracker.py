@@ -1,0 +1,152 @@
+"""The tracker on a tiny random-weight network: API, frame layouts, hard boxes, refinement switch, fuzz."""
+
+import numpy as np
+import pytest
+import torch
+
+from pytracking.tracker.dimp.localize import NOT_FOUND
+from tests.tracker.helpers import random_frame, tiny_tracker
+
+
+def check_box(box, where=""):
+    assert isinstance(box, np.ndarray) and box.dtype == np.float64 and box.shape == (4,), where
+    assert np.isfinite(box).all(), f"{where}: {box}"
+    assert box[2] > 0 and box[3] > 0, f"{where}: {box}"
+
+
+def test_api_shapes_and_types():
+    rng = np.random.default_rng(0)
+    tracker = tiny_tracker()
+    tracker.initialize(random_frame(rng, 90, 120), [40.0, 30.0, 20.0, 16.0])
+    assert tracker.memory.count == 15  # 13 augmented crops + 2 dropout copies
+    for _ in range(3):
+        box = tracker.track(random_frame(rng, 90, 120))
+        check_box(box)
+    info = tracker.debug_info
+    assert info["scores"].shape == (5, 5)  # 64-px crop: 4 x 4 features, +1 for the even filter
+    assert info["state"] in (0, 1, 2, 3)
+    if info["state"] != NOT_FOUND:
+        assert info["refine_boxes"].shape == (10, 4)
+
+
+def test_track_before_initialize_raises():
+    with pytest.raises(RuntimeError, match="before initialize"):
+        tiny_tracker().track(np.zeros((10, 10, 3), np.uint8))
+
+
+def test_bad_init_box_is_a_clear_error():
+    with pytest.raises(ValueError, match="init box"):
+        tiny_tracker().initialize(np.zeros((10, 10, 3), np.uint8), [1, 2, float("nan"), 3])
+
+
+@pytest.mark.parametrize("channels", [None, 1, 2, 4])
+def test_gray_and_alpha_frames(channels):
+    rng = np.random.default_rng(1)
+    tracker = tiny_tracker()
+    tracker.initialize(random_frame(rng, 47, 61, channels), [10.0, 10.0, 12.0, 9.0])
+    check_box(tracker.track(random_frame(rng, 47, 61, channels)))
+
+
+def test_torch_frames_and_float_frames():
+    rng = np.random.default_rng(2)
+    tracker = tiny_tracker()
+    tracker.initialize(torch.from_numpy(random_frame(rng, 40, 50)).permute(2, 0, 1), [5, 5, 10, 10])
+    check_box(tracker.track(random_frame(rng, 40, 50).astype(np.float32)))
+
+
+@pytest.mark.parametrize(
+    "box",
+    [
+        [30.0, 20.0, 3.0, 2.0],  # tiny target
+        [0.0, 0.0, 80.0, 60.0],  # fills the frame
+        [-50.0, 10.0, 20.0, 20.0],  # starts outside the frame
+        [70.0, 50.0, 40.0, 40.0],  # crosses the corner
+        [10.0, 10.0, 0.0, 0.0],  # degenerate
+    ],
+)
+def test_hard_boxes_stay_finite(box):
+    rng = np.random.default_rng(3)
+    tracker = tiny_tracker()
+    tracker.initialize(random_frame(rng, 60, 80), box)
+    for i in range(4):
+        b = tracker.track(random_frame(rng, 60, 80))
+        check_box(b, f"frame {i}")
+        assert b[2] <= 80 and b[3] <= 60  # never larger than the frame
+
+
+def test_refinement_off_keeps_the_size_and_uses_the_score_grid():
+    rng = np.random.default_rng(4)
+    tracker = tiny_tracker(refine=False)
+    init = np.array([30.0, 20.0, 16.0, 12.0])
+    tracker.initialize(random_frame(rng, 80, 100), init)
+    for _ in range(3):
+        box = tracker.track(random_frame(rng, 80, 100))
+        assert box[2:] == pytest.approx(init[2:], rel=1e-6)
+        if tracker.debug_info["state"] != NOT_FOUND:
+            tf = tracker.debug_info["crop_transform"]
+            centre_crop = (box[:2] + box[2:] / 2 - tf.offset[0].numpy()) * tf.scale[0].numpy()
+            assert centre_crop / 16.0 == pytest.approx(np.round(centre_crop / 16.0), abs=1e-3)
+        assert tracker.debug_info["refine_boxes"] is None
+
+
+@pytest.mark.parametrize("mode", ["plain", "s1"])
+def test_refinement_modes_change_the_box(mode):
+    rng = np.random.default_rng(5)
+    frames = [random_frame(rng, 80, 100) for _ in range(3)]
+    init = [30.0, 20.0, 16.0, 12.0]
+    outs = []
+    for params in ({"refine": False}, {"refine": True, "refine_mode": mode, "refine_decay": 0.5}):
+        tracker = tiny_tracker(**params)
+        tracker.initialize(frames[0], init)
+        outs.append(np.stack([tracker.track(f) for f in frames[1:]]))
+        states = tracker.debug_info["state"]
+    if states != NOT_FOUND:
+        assert not np.allclose(outs[0], outs[1])  # the refined run changed the box size
+
+
+def test_bad_refine_mode():
+    with pytest.raises(ValueError, match="refine_mode"):
+        tiny_tracker(refine_mode="adam")
+
+
+def fuzz(num_sequences, max_frames, seed):
+    rng = np.random.default_rng(seed)
+    tracker_plain = tiny_tracker(refine_iters=3, num_random_boxes=3)
+    tracker_s1 = tiny_tracker(refine_iters=3, num_random_boxes=3, refine_mode="s1", refine_decay=0.5)
+    frames = 0
+    for s in range(num_sequences):
+        tracker = tracker_plain if s % 2 else tracker_s1
+        h, w = int(rng.integers(1, 120)), int(rng.integers(1, 120))
+        channels = [None, 1, 3, 4][int(rng.integers(0, 4))]
+        kind = rng.integers(0, 4)
+        if kind == 0:  # ordinary
+            box = [rng.uniform(0, w), rng.uniform(0, h), rng.uniform(1, w), rng.uniform(1, h)]
+        elif kind == 1:  # degenerate sizes
+            box = [rng.uniform(0, w), rng.uniform(0, h), rng.choice([0.0, 1e-3, 0.5]), rng.uniform(0, 3)]
+        elif kind == 2:  # outside the frame
+            box = [
+                rng.uniform(-3 * w, 4 * w),
+                rng.uniform(-3 * h, 4 * h),
+                rng.uniform(1, 2 * w),
+                rng.uniform(1, h),
+            ]
+        else:  # larger than the frame
+            box = [-rng.uniform(0, w), -rng.uniform(0, h), rng.uniform(w, 5 * w), rng.uniform(h, 5 * h)]
+        tracker.initialize(random_frame(rng, h, w, channels), box)
+        for f in range(int(rng.integers(1, max_frames))):
+            if rng.random() < 0.1:  # constant frames (zero-variance features)
+                frame = np.full((h, w, 3), int(rng.integers(0, 256)), np.uint8)
+            else:
+                frame = random_frame(rng, h, w, channels)
+            check_box(tracker.track(frame), f"sequence {s} frame {f} box {box} size {(h, w)}")
+            frames += 1
+    return frames
+
+
+def test_fuzz_short():
+    assert fuzz(num_sequences=24, max_frames=12, seed=11) > 100
+
+
+@pytest.mark.slow
+def test_fuzz_thousands_of_frames():
+    assert fuzz(num_sequences=200, max_frames=40, seed=12) > 3000
