@@ -19,7 +19,9 @@ Measurements:
    already in memory, and the ratio baseline / ours;
 2. the full loader (:class:`ltr.data.loader.TrainingLoader`, batch 8, persistent workers, the second epoch
    timed) with 0, 1 and 2 workers, on the synthetic train set rendered on the fly and on pre-rendered
-   frames; plus the baseline with the same worker counts on pre-rendered frames.
+   frames; plus the baseline with the same worker counts on pre-rendered frames;
+3. the tracker's per-frame crop on CPU by its three routes: numpy frame (cv2), torch uint8 frame (cut to
+   the region, then grid_sample) and a torch frame converted to float as a whole first.
 
 On a shared machine the wall numbers move by +-20%: compare the ratios from one run.
 
@@ -37,6 +39,7 @@ import numpy as np
 import torch
 
 from ltr.data.config import DataConfig
+from ltr.data.crop import sample_target_crop
 from ltr.data.loader import TrainingLoader
 from ltr.data.processing import DiMPProcessing, FrameSet, jitter_boxes
 from ltr.data.sampler import TrackingSampler
@@ -199,6 +202,37 @@ def loader_rate(sampler: TrackingSampler, workers: int, batch_size: int) -> floa
     return rate
 
 
+def tracker_crop_ms(repeats: int = 30) -> dict[str, float]:
+    """Wall ms of one 352-pixel tracker crop of a 1280x720 uint8 frame (inside_major), three routes."""
+    rng = np.random.default_rng(0)
+    frame = rng.integers(0, 256, size=(720, 1280, 3), dtype=np.uint8)
+    box = np.array([600.0, 300.0, 80.0, 60.0])
+    chw = torch.from_numpy(frame).permute(2, 0, 1)
+
+    def numpy_route():
+        crop, _ = sample_target_crop(frame, box, 6.0, 352, "inside_major", 1.5)
+        return torch.from_numpy(crop).permute(2, 0, 1).float()
+
+    def torch_route():
+        return sample_target_crop(chw, torch.from_numpy(box), 6.0, 352, "inside_major", 1.5)
+
+    def whole_frame_route():
+        return sample_target_crop(chw.float(), torch.from_numpy(box), 6.0, 352, "inside_major", 1.5)
+
+    out = {}
+    for name, fn in (
+        ("numpy (cv2)", numpy_route),
+        ("torch, sliced", torch_route),
+        ("torch, whole", whole_frame_route),
+    ):
+        fn()
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            fn()
+        out[name] = (time.perf_counter() - t0) / repeats * 1e3
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--samples", type=int, default=48, help="samples per measurement (default 48)")
@@ -255,6 +289,11 @@ def main(argv: list[str] | None = None) -> None:
     for w in workers:
         r = rates[("ours", "in memory", w)] / rates[("baseline", "in memory", w)]
         print(f"   ratio ours/baseline samples per second, frames in memory, {w} workers: {r:.2f}x")
+
+    print("\n3. one tracker crop, 1280x720 uint8 frame -> 352 float32 CHW, CPU, 1 thread, wall ms:")
+    crop_ms = tracker_crop_ms()
+    for name, ms in crop_ms.items():
+        print(f"   {name:14s} {ms:6.2f}  ({ms / crop_ms['numpy (cv2)']:.2f}x the numpy route)")
 
 
 if __name__ == "__main__":

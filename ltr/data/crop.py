@@ -26,7 +26,9 @@ Pixel sampling, by image type (same geometry, same continuous pixel convention a
   for the crop produced. See ``benchmarks/data_pipeline.py``.
 - ``torch.Tensor`` (C, H, W) or (N, C, H, W) frames on any device: one ``grid_sample`` call for all crops
   (bilinear, ``padding_mode="border"`` = replicate, ``align_corners=False``), batched, no host
-  synchronisation, so the tracker can crop several scales of a GPU frame at once.
+  synchronisation on GPU, so the tracker can crop several scales of a GPU frame at once. On CPU a shared
+  frame is first cut to the part the crops read, so only that part is converted to float. For one crop of
+  a CPU frame the numpy route is still the faster one (``benchmarks/data_pipeline.py`` measures both).
 
 For the same region both routes agree to within interpolation rounding (cv2 uses fixed-point weights),
 except in the outermost ring of output pixels (within half a source pixel of the region edge), where
@@ -269,11 +271,35 @@ def _crops_torch(images, boxes_xywh, search_area_factor, output_size, mode, max_
     size = torch.tensor([width, height], dtype=boxes.dtype, device=boxes.device)
     region = crop_region(boxes, search_area_factor, size, mode=mode, max_scale_change=max_scale_change)
     transform = _transform_from_region(region, output_size)
-    grid = _grid(transform, output_size, height, width, images.device, dtype)
-    src = images.to(dtype)
+    src, grid_transform = images, transform
+    if images.device.type == "cpu" and images.ndim == 3:
+        src, grid_transform = _slice_for_regions(images, region, transform)
+    grid = _grid(grid_transform, output_size, src.shape[-2], src.shape[-1], images.device, dtype)
+    src = src.to(dtype)
     src = src.unsqueeze(0).expand(n, -1, -1, -1) if src.ndim == 3 else src
     crops = F.grid_sample(src, grid, mode="bilinear", padding_mode="border", align_corners=False)
     return crops, transform
+
+
+def _slice_for_regions(
+    image: Tensor, region: Tensor, transform: CropTransform
+) -> tuple[Tensor, CropTransform]:
+    """The part of a CPU (C, H, W) frame the regions (N, 4) read, and the transform relative to it.
+
+    Converting only that part to float (instead of the whole frame) makes CPU crops of large frames several
+    times cheaper. The slice keeps one extra pixel around the regions, so bilinear sampling sees the same
+    neighbours; where it is clipped at the frame border, ``padding_mode="border"`` repeats the same edge
+    pixels as on the whole frame. (Reading the region bounds is a host synchronisation, hence CPU only.)
+    """
+    height, width = image.shape[-2:]
+    lo = region[:, :2].min(dim=0).values.tolist()
+    hi = (region[:, :2] + region[:, 2:]).max(dim=0).values.tolist()
+    x0 = min(max(math.floor(lo[0]) - 1, 0), width - 1)
+    y0 = min(max(math.floor(lo[1]) - 1, 0), height - 1)
+    x1 = min(max(math.ceil(hi[0]) + 1, x0 + 1), width)
+    y1 = min(max(math.ceil(hi[1]) + 1, y0 + 1), height)
+    shift = torch.tensor([x0, y0], dtype=transform.offset.dtype)
+    return image[:, y0:y1, x0:x1], CropTransform(transform.scale, transform.offset - shift)
 
 
 def sample_target_crop(
