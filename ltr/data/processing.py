@@ -2,7 +2,9 @@
 
 BATCH CONTRACT (what the loader yields; the network and the actors are built against it). With
 ``S_tr = num_train_frames``, ``S_te = num_test_frames``, batch size ``B``, crop side ``H = W = crop_size``,
-``L = label_size`` (= feature_size = crop_size / feature_stride by default) and ``S`` box candidates:
+``L = label_size`` (= feature_size = crop_size / feature_stride by default; feature_size + 1 with
+``DataConfig.label_end_pad`` and DiMP's even filter, covering the whole padded score map as the reference
+does) and ``S`` box candidates:
 
 ======================  ==========================  ==================================================
 key                     shape, dtype                meaning
