@@ -9,7 +9,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 WORKSPACE ?= $(CURDIR)/workspace
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-1d test test-slow lint install install-test clean
+.PHONY: demo demo-1d test test-slow lint install install-test clean visdom visdom-assets
 
 $(PY):
 	$(PYTHON) -m venv $(ENV_DIR)
@@ -40,6 +40,13 @@ test: lint
 
 test-slow: install-test
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+
+# A local visdom server on http://127.0.0.1:8097, loopback only, page assets installed from the npm registry.
+visdom: install
+	$(PY) -m ltr.admin.visdom_server
+
+visdom-assets: install
+	$(PY) -m ltr.admin.visdom_server --install-assets-only
 
 clean:
 	rm -rf $(WORKSPACE) .pytest_cache .ruff_cache
