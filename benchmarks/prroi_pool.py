@@ -3,8 +3,9 @@
     python benchmarks/prroi_pool.py [--threads 2] [--repeats 30] [--device cpu]
 
 Both ops get the same features (B images, C channels) and the same N boxes (xyxy image pixels of a
-288 x 288 crop), the boxes either spread evenly over the images and sorted by image ("even", as in a
-training batch with a fixed number of proposals per image) or given random image indices ("random").
+288 x 288 crop), spread evenly over the images and sorted by image ("even", as in a training batch with a
+fixed number of proposals per image), given random image indices ("random"), or evenly spread proposals
+jittered around a target near the crop centre ("dimp", what the DiMP box head sees).
 roi_align runs with aligned=False and sampling_ratio=2 (approximate, no box gradient); prroi_pool is exact
 and differentiable in the boxes. The two are called alternately and the medians over the repeats are
 printed: wall milliseconds, the wall ratio ours / roi_align (below 1.0: ours is faster) and the ratio of
@@ -45,16 +46,24 @@ def make_inputs(
     device: torch.device,
     generator: torch.Generator,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Features (B, C, size, size) and rois (N, 5) of (batch index, x1, y1, x2, y2), boxes 20-140 px wide.
+    """Features (B, C, size, size) and rois (N, 5) of (batch index, x1, y1, x2, y2) on a 288-pixel crop.
 
-    ``spread``: "even" (N / B boxes per image, sorted by image) or "random" (uniform random image index).
+    ``spread``: "even" (boxes 20-140 px wide anywhere, N / B per image, sorted by image), "random" (the same
+    boxes with uniform random image indices) or "dimp" (N / B proposals per image, sorted, jittered around a
+    target of about 58 px near the crop centre, as the DiMP box head sees them in training).
     """
     features = torch.randn(images, channels, size, size, generator=generator)
-    wh = torch.rand(boxes, 2, generator=generator) * 120 + 20
-    centre = torch.rand(boxes, 2, generator=generator) * IMAGE_SIZE
-    if spread == "even":
-        index = (torch.arange(boxes) * images // boxes).float()[:, None]
+    index = (torch.arange(boxes) * images // boxes).float()[:, None]
+    if spread == "dimp":
+        target_centre = IMAGE_SIZE / 2 + (torch.rand(images, 2, generator=generator) - 0.5) * 80
+        target_size = 58 * torch.exp((torch.rand(images, 2, generator=generator) - 0.5) * 0.6)
+        image = index[:, 0].long()
+        wh = target_size[image] * torch.exp(torch.randn(boxes, 2, generator=generator) * 0.25)
+        centre = target_centre[image] + torch.randn(boxes, 2, generator=generator) * 0.25 * target_size[image]
     else:
+        wh = torch.rand(boxes, 2, generator=generator) * 120 + 20
+        centre = torch.rand(boxes, 2, generator=generator) * IMAGE_SIZE
+    if spread == "random":
         index = torch.randint(0, images, (boxes, 1), generator=generator).float()
     rois = torch.cat([index, centre - wh / 2, centre + wh / 2], dim=1)
     return features.to(device), rois.to(device)
@@ -128,7 +137,7 @@ def main() -> None:
     )
     header = ("boxes", "map", "out", "pass", "roi_align ms", "prroi ms", "ratio", "cpu ratio")
     print("{:>7} {:>6} {:>4} {:>12} {:>13} {:>9} {:>6} {:>10}".format(*header))
-    for spread, (size, stride, out) in itertools.product(("even", "random"), CASES):
+    for spread, (size, stride, out) in itertools.product(("even", "random", "dimp"), CASES):
         features, rois = make_inputs(args.images, args.channels, args.boxes, size, spread, device, generator)
         mine = partial(ours, out=out, scale=1.0 / stride)
         base = partial(theirs, out=out, scale=1.0 / stride)

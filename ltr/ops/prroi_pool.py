@@ -115,17 +115,24 @@ def _check_inputs(features: Tensor, rois: Tensor, spatial_scale: float) -> None:
 
 
 class _Layout(NamedTuple):
-    """How the rois map onto the images (all tensors on the rois' device)."""
+    """How the rois map onto the images (tensors on the rois' device) and the part of the map they touch."""
 
     order: Tensor  # (N,) stable permutation sorting the rois by image
     counts: list[int]  # B numbers of rois per image
     slots: Tensor  # (N,) row of each roi in the padded (B * max(counts)) layout: image * max + rank
     is_sorted: bool  # order is the identity
     is_dense: bool  # slots is the identity: sorted, as many rois per image
+    rows: tuple[int, int]  # [start, stop) of the feature rows any roi has a non-zero weight on
+    cols: tuple[int, int]  # same for the columns
 
 
-def _layout(batch_index: Tensor, num_images: int) -> _Layout:
-    """Check the batch-index column (N,) and lay the rois out by image, with one host synchronisation."""
+def _layout(batch_index: Tensor, boxes: Tensor, num_images: int, height: int, width: int) -> _Layout:
+    """Check the batch-index column (N,) and lay the rois out by image, with one host synchronisation.
+
+    ``boxes`` (N, 4) are xyxy on the feature grid. Sample ``j`` weighs on a bin only if the bin meets
+    (j - 1, j + 1), so all weights vanish (with their gradients) outside columns floor(min x1)..ceil(max x2)
+    and likewise for rows.
+    """
     num_rois = batch_index.shape[0]
     index = batch_index.long()
     bad = (index.to(batch_index.dtype) != batch_index) | (index < 0) | (index >= num_images)
@@ -138,14 +145,25 @@ def _layout(batch_index: Tensor, num_images: int) -> _Layout:
     slots = torch.empty_like(order)
     slots[order] = sorted_index * counts.max() + rank
     flags = torch.stack([bad.any(), (order != position).any(), (slots != position).any()])
-    summary = torch.cat([counts, flags.long()]).tolist()
-    if summary[-3]:
+    x1, y1, x2, y2 = boxes.unbind(dim=1)
+    bounds = torch.stack([x1.min(), y1.min(), torch.maximum(x1, x2).max(), torch.maximum(y1, y2).max()])
+    bounds = torch.cat([bounds[:2].floor(), bounds[2:].ceil()]).clamp(-1.0, float(max(height, width)) + 1.0)
+    summary = torch.cat([counts, flags.long(), bounds.nan_to_num(0.0).long()]).tolist()
+    if summary[num_images]:
         first = int(torch.nonzero(bad)[0, 0])
         raise ValueError(
             f"prroi_pool: rois[{first}, 0] = {batch_index[first].item()} is not an image index in "
             f"[0, {num_images - 1}]"
         )
-    return _Layout(order, summary[:-3], slots, not summary[-2], not summary[-1])
+    col_start, row_start, col_end, row_end = summary[num_images + 3 :]
+    # At least one row and column, so that rois entirely off the map still give a graph with zero gradients.
+    col_start, row_start = min(max(col_start, 0), width - 1), min(max(row_start, 0), height - 1)
+    cols = (col_start, min(max(col_end + 1, col_start + 1), width))
+    rows = (row_start, min(max(row_end + 1, row_start + 1), height))
+    counts_list = summary[:num_images]
+    return _Layout(
+        order, counts_list, slots, not summary[num_images + 1], not summary[num_images + 2], rows, cols
+    )
 
 
 def _pool_padded(features: Tensor, weights_x: Tensor, weights_y: Tensor, layout: _Layout) -> Tensor:
@@ -241,11 +259,16 @@ def prroi_pool(
     # at stride 16 already loses 1e-4 of relative accuracy to cancellation, so they are computed in float64
     # (small (N, bins, size) tensors) and only then cast to the features' dtype for the products.
     compute_dtype = torch.float32 if features.device.type == "mps" else torch.float64  # mps has no float64
-    layout = _layout(rois[:, 0].detach(), num_images)
     boxes = rois[:, 1:].to(compute_dtype) * spatial_scale  # (N, 4) xyxy on the feature grid
+    layout = _layout(rois[:, 0].detach(), boxes.detach(), num_images, height, width)
+    (row_start, row_end), (col_start, col_end) = layout.rows, layout.cols
+    if (row_end - row_start, col_end - col_start) != (height, width):
+        # Only the window that some roi touches takes part (in DiMP the proposals gather around the target).
+        features = features[:, :, row_start:row_end, col_start:col_end]
     x1, y1, x2, y2 = boxes.unbind(dim=1)
-    weights_x = _bin_weights(x1, (x2 - x1).clamp(min=0), out_w, width).to(features.dtype)  # (N, out_w, W)
-    weights_y = _bin_weights(y1, (y2 - y1).clamp(min=0), out_h, height).to(features.dtype)  # (N, out_h, H)
+    weights_x = _bin_weights(x1 - col_start, (x2 - x1).clamp(min=0), out_w, col_end - col_start)
+    weights_y = _bin_weights(y1 - row_start, (y2 - y1).clamp(min=0), out_h, row_end - row_start)
+    weights_x, weights_y = weights_x.to(features.dtype), weights_y.to(features.dtype)  # (N, bins, size)
     # The padded grid costs B * max(count) rois of work for N: take it only when it wastes little.
     if num_images * max(layout.counts) <= _MAX_PADDING * num_rois:
         pooled = _pool_padded(features, weights_x, weights_y, layout)

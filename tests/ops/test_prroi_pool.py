@@ -165,6 +165,30 @@ def test_padded_and_per_image_paths_agree(images: list[float], monkeypatch: pyte
     torch.testing.assert_close(results[0][1], results[1][1])
 
 
+def test_window_of_touched_cells_matches_full_map() -> None:
+    """Rois near one corner only read a window of the map; a second, spanning roi forces the full map."""
+    generator = torch.Generator().manual_seed(8)
+    features = torch.randn(2, 3, 12, 14, generator=generator, dtype=torch.float64)
+    local = torch.tensor([[1, 2.3, 3.1, 6.7, 5.2], [0, 3.9, 2.2, 4.4, 7.9]], dtype=torch.float64)
+    spanning = torch.tensor([[0, -3.0, -3.0, 20.0, 20.0]], dtype=torch.float64)
+    results = []
+    for extra in (local[:0], spanning):
+        feat = features.clone().requires_grad_(True)
+        boxes = local.clone().requires_grad_(True)
+        out = prroi_pool(feat, torch.cat([boxes, extra]), (3, 2), 1.0)[: len(local)]
+        grads = torch.autograd.grad((out * out).sum(), (feat, boxes))
+        results.append((out, *grads))
+    for cropped, full in zip(results[0], results[1], strict=True):
+        torch.testing.assert_close(cropped, full, rtol=0, atol=1e-12)
+    # A roi entirely off the map still pools (to zeros) with a graph to differentiate.
+    feat = features.clone().requires_grad_(True)
+    boxes = torch.tensor([[0, 40.0, 50.0, 45.0, 52.0]], dtype=torch.float64, requires_grad=True)
+    out = prroi_pool(feat, boxes, 2, 1.0)
+    out.sum().backward()
+    assert torch.equal(out, torch.zeros_like(out))
+    assert torch.equal(boxes.grad, torch.zeros_like(boxes)) and torch.equal(feat.grad, torch.zeros_like(feat))
+
+
 def test_zero_area_boxes_give_zeros_and_zero_gradients() -> None:
     generator = torch.Generator().manual_seed(3)
     features = torch.randn(1, 3, 6, 6, generator=generator, requires_grad=True)
