@@ -109,10 +109,8 @@ def _quiet_logger(name: str) -> Iterator[None]:
 
 def visdom_start_hint(port: int) -> str:
     return (
-        "start one in another terminal with\n"
-        f'  python -c "from visdom.server.run_server import main; main()" -port {port} -bind_local\n'
-        "(plain `python -m visdom.server` tries to download its JavaScript at start and fails offline), "
-        "or train without --visdom"
+        f"start one in another terminal with `python -m ltr.admin.visdom_server --port {port}` (works offline, "
+        "listens on 127.0.0.1 only), or train without --visdom"
     )
 
 

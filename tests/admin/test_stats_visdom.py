@@ -7,17 +7,11 @@ import io
 import json
 import math
 import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
 from ltr.admin.stats import VisdomPlotter, VisdomUnavailable, read_stats_json, stats_csv_text, write_stats
 from ltr.trainers import VisdomHook
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:
@@ -53,45 +47,19 @@ def test_no_visdom_server_is_a_clear_error():
         VisdomUnavailable, match=rf"no visdom server is running at http://127.0.0.1:{port}"
     ) as e:
         VisdomPlotter(env="test", port=port)
-    assert "from visdom.server.run_server import main" in str(e.value)
-    assert f"-port {port} -bind_local" in str(e.value)
+    assert f"python -m ltr.admin.visdom_server --port {port}" in str(e.value)
 
 
 @pytest.fixture
 def visdom_server(tmp_path):
-    """A real visdom server on 127.0.0.1 (started without its JavaScript download step)."""
-    port = _free_port()
-    cmd = [
-        sys.executable,
-        "-c",
-        "from visdom.server.run_server import main; main()",
-        "-port",
-        str(port),
-        "-bind_local",
-        "-env_path",
-        str(tmp_path / "visdom_env"),
-        "-logging_level",
-        "WARNING",
-    ]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    """A real visdom server on 127.0.0.1 (the project's offline starter; no browser assets needed)."""
+    from ltr.admin.visdom_server import start_server
+
+    server = start_server(_free_port(), env_path=tmp_path / "visdom_env")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, f"visdom server exited: {proc.stderr.read()[-2000:]}"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "visdom server did not start within 60 s"
-                time.sleep(0.1)
-        yield port
+        yield server.port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        server.close()
 
 
 def test_trainer_curves_arrive_on_a_real_visdom_server(visdom_server, tmp_path):
