@@ -137,9 +137,11 @@ def _layout(batch_index: Tensor, boxes: Tensor, num_images: int, height: int, wi
     index = batch_index.long()
     bad = (index.to(batch_index.dtype) != batch_index) | (index < 0) | (index >= num_images)
     index = index.clamp(0, num_images - 1)
-    counts = torch.bincount(index, minlength=num_images)
     order = torch.argsort(index, stable=True)
     sorted_index = index[order]
+    # Counts by searching the sorted indices: bincount has no deterministic CUDA kernel.
+    images = torch.arange(num_images + 1, device=index.device)
+    counts = torch.diff(torch.searchsorted(sorted_index, images))
     position = torch.arange(num_rois, device=index.device)
     rank = position - (torch.cumsum(counts, 0) - counts)[sorted_index]  # rank within its image
     slots = torch.empty_like(order)
@@ -180,9 +182,9 @@ def _pool_padded(features: Tensor, weights_x: Tensor, weights_y: Tensor, layout:
     num_images, channels, height, width = features.shape
     out_w, out_h = weights_x.shape[1], weights_y.shape[1]
     rows = num_images * max(layout.counts)
-    if not layout.is_dense:  # empty slots get zero weights
-        weights_x = weights_x.new_zeros(rows, out_w, width).index_copy(0, layout.slots, weights_x)
-        weights_y = weights_y.new_zeros(rows, out_h, height).index_copy(0, layout.slots, weights_y)
+    if not layout.is_dense:  # empty slots get zero weights (index_put: deterministic on CUDA, index_copy not)
+        weights_x = weights_x.new_zeros(rows, out_w, width).index_put((layout.slots,), weights_x)
+        weights_y = weights_y.new_zeros(rows, out_h, height).index_put((layout.slots,), weights_y)
     # Columns first, per image: (B, M * out_w, W) @ (B, W, C * H) -> (B, M * out_w, C * H).
     cols = torch.matmul(
         weights_x.reshape(num_images, -1, width),

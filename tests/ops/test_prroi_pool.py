@@ -253,6 +253,28 @@ def test_shape_dtype_device_and_module(device: str, dtype: torch.dtype) -> None:
     assert empty.shape == (0, 5, 2, 2) and empty.dtype == dtype
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("images", LAYOUTS)
+def test_runs_under_deterministic_algorithms(
+    device: str, images: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # what deterministic cuBLAS products require
+    generator = torch.Generator().manual_seed(9)
+    features = torch.randn(3, 4, 9, 9, generator=generator).to(device).requires_grad_(True)
+    xy = torch.rand(len(images), 2, generator=generator) * 20
+    rois = torch.cat([torch.tensor(images)[:, None], xy, xy + 9.0], dim=1).to(device).requires_grad_(True)
+    expected = prroi_pool(features, rois, 3, 0.5)
+    previous = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        out = prroi_pool(features, rois, 3, 0.5)
+        grads = torch.autograd.grad(out.square().sum(), (features, rois))
+    finally:
+        torch.use_deterministic_algorithms(previous)
+    torch.testing.assert_close(out, expected)
+    assert all(torch.isfinite(grad).all() for grad in grads)
+
+
 def test_box_gradient_points_toward_bright_blob() -> None:
     yy, xx = torch.meshgrid(torch.arange(20.0), torch.arange(20.0), indexing="ij")
     blob = torch.exp(-((xx - 14.0) ** 2 + (yy - 6.0) ** 2) / 8.0)  # bright spot at (x, y) = (14, 6)
