@@ -1,6 +1,6 @@
 """Live view of a tracking run on a visdom server: the frame with the box and the refinement boxes, and the
 classifier's score map (``--visdom``; default server http://127.0.0.1:8097, start one with
-``python -c "from visdom.server.run_server import main; main()" -port 8097 -bind_local``).
+``python -m ltr.admin.visdom_server --port 8097``, see docs/visdom.md).
 
 Panes (window ids): ``frame`` (RGB frame, output box green, refinement candidates blue) and ``score_map``
 (colour-mapped scores of the last search crop) plus ``state`` (text: sequence, frame, localisation state).
@@ -12,6 +12,8 @@ from typing import Any
 
 import cv2
 import numpy as np
+
+from pytracking.tracker.dimp.localize import STATE_NAMES
 
 FRAME_WIN, SCORE_WIN, STATE_WIN = "frame", "score_map", "state"
 
@@ -53,12 +55,13 @@ class VisdomView:
         import visdom
 
         self.env = env
-        self.vis = visdom.Visdom(server=server, port=port, env=env, raise_exceptions=True)
+        hint = f"no visdom server at {server}:{port}; start one with `python -m ltr.admin.visdom_server --port {port}`"
+        try:
+            self.vis = visdom.Visdom(server=server, port=port, env=env, raise_exceptions=True)
+        except ConnectionError as err:
+            raise ConnectionError(f"{hint} ({err})") from err
         if not self.vis.check_connection(timeout_seconds=5):
-            raise ConnectionError(
-                f"no visdom server at {server}:{port}; start one with "
-                f'`python -c "from visdom.server.run_server import main; main()" -port {port} -bind_local`'
-            )
+            raise ConnectionError(hint)
 
     def show(
         self,
@@ -82,5 +85,6 @@ class VisdomView:
         if scores is not None:
             s = score_image(scores.detach().float().cpu().numpy())
             self.vis.image(s.transpose(2, 0, 1), win=SCORE_WIN, env=self.env, opts={"title": "score map"})
-        state = info.get("state", "init")
+        state = info.get("state")
+        state = "init" if state is None else STATE_NAMES.get(state, str(state))
         self.vis.text(f"{sequence} frame {frame_index}: state {state}", win=STATE_WIN, env=self.env)

@@ -1,0 +1,180 @@
+"""Classical baseline trackers with the runtime tracker interface, for the tracker-quality comparison.
+
+- :class:`StaticTracker`: reports the initial box on every frame (the "box stays where it started" floor).
+- :class:`OpenCVTracker`: OpenCV's CSRT, KCF or MIL tracker (``opencv-contrib``; ``cv2.TrackerCSRT.create()``
+  and friends, with OpenCV's default parameters).
+
+Both implement what :func:`pytracking.evaluation.runner.track_sequence` calls: ``initialize(frame, box)``
+with an (H, W, 3) RGB uint8 frame and a (4,) xywh float box, ``track(frame) -> (4,) xywh float64`` and a
+``debug_info`` dict. :func:`make_baseline` builds one by name (``static``, ``csrt``, ``kcf``, ``mil``).
+
+Conventions of :class:`OpenCVTracker` (OpenCV trackers take and return integer pixel rectangles):
+
+- Frames may be (H, W) grayscale, (H, W, 1), (H, W, 3) RGB or (H, W, 4) RGBA uint8; they are converted to
+  (H, W, 3) BGR before OpenCV sees them.
+- The initial box is rounded by its corners (``x0 = floor(x + 0.5)``, ``x1 = floor(x + w + 0.5)``, same for
+  y), clipped to the image, and widened to at least ``MIN_SIZE`` (2) pixels per side, staying inside the
+  image. A box wholly outside the image becomes a 2 x 2 box at the nearest image border.
+- When OpenCV reports the target lost (``ok == False``) or returns a non-finite or empty rectangle, the
+  previous box is reported again (the initial box, as given, before the first success).
+- Every returned box is finite with w > 0 and h > 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import cv2
+import numpy as np
+
+#: tracker names :func:`make_baseline` knows, and their only parameter set.
+BASELINES = ("static", "csrt", "kcf", "mil")
+BASELINE_PARAMS = ("default",)
+
+#: smallest side (pixels) of the rectangle handed to OpenCV.
+MIN_SIZE = 2
+
+_OPENCV_FACTORIES: dict[str, Callable[[], Any]] = {
+    "csrt": cv2.TrackerCSRT.create,
+    "kcf": cv2.TrackerKCF.create,
+    "mil": cv2.TrackerMIL.create,
+}
+
+
+def check_box(box_xywh: Any, name: str = "box_xywh") -> np.ndarray:
+    """(4,) xywh -> float64 copy; ValueError naming ``name`` unless finite with w > 0 and h > 0."""
+    box = np.asarray(box_xywh, dtype=np.float64).reshape(-1)
+    if box.shape != (4,):
+        raise ValueError(f"{name} must hold 4 numbers (x, y, w, h), got shape {np.shape(box_xywh)}")
+    if not (np.isfinite(box).all() and box[2] > 0 and box[3] > 0):
+        raise ValueError(f"{name} must be finite with w > 0 and h > 0, got {box.tolist()}")
+    return box
+
+
+def to_bgr(frame: np.ndarray, name: str = "frame") -> np.ndarray:
+    """(H, W), (H, W, 1), (H, W, 3) RGB or (H, W, 4) RGBA uint8 -> contiguous (H, W, 3) BGR uint8."""
+    if not isinstance(frame, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array, got {type(frame).__name__}")
+    if frame.dtype != np.uint8:
+        raise ValueError(f"{name} must be uint8, got dtype {frame.dtype}")
+    if frame.ndim == 3 and frame.shape[2] == 1:
+        frame = frame[:, :, 0]
+    if frame.ndim == 2:
+        return cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_GRAY2BGR)
+    if frame.ndim == 3 and frame.shape[2] == 3:
+        return cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGB2BGR)
+    if frame.ndim == 3 and frame.shape[2] == 4:
+        return cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGBA2BGR)
+    raise ValueError(f"{name} must be (H, W), (H, W, 1), (H, W, 3) or (H, W, 4), got shape {frame.shape}")
+
+
+def _span(lo: float, hi: float, limit: int, min_size: int) -> tuple[int, int]:
+    """Integer [a, b) from continuous [lo, hi): corners rounded half up, clipped to [0, limit], at least
+    ``min_size`` long and kept inside [0, limit]."""
+    a = min(max(math.floor(lo + 0.5), 0), limit)
+    b = min(max(math.floor(hi + 0.5), 0), limit)
+    if b - a < min_size:
+        centre = 0.5 * (a + b)
+        a = min(max(math.floor(centre - 0.5 * min_size + 0.5), 0), limit - min_size)
+        b = a + min_size
+    return a, b
+
+
+def pixel_rect(box_xywh: Any, width: int, height: int, min_size: int = MIN_SIZE) -> tuple[int, int, int, int]:
+    """(4,) continuous xywh box -> integer (x, y, w, h) rectangle inside a width x height image.
+
+    Corners are rounded half up, clipped to the image, and each side is widened to ``min_size`` pixels
+    (staying inside the image). Raises ValueError for an invalid box or an image smaller than ``min_size``.
+    """
+    box = check_box(box_xywh)
+    if width < min_size or height < min_size:
+        raise ValueError(f"image {width}x{height} is smaller than the minimum box side {min_size}")
+    x0, x1 = _span(box[0], box[0] + box[2], int(width), min_size)
+    y0, y1 = _span(box[1], box[1] + box[3], int(height), min_size)
+    return x0, y0, x1 - x0, y1 - y0
+
+
+class StaticTracker:
+    """Reports the initial box (as given, float64 xywh) on every frame; frames are not looked at."""
+
+    def __init__(self) -> None:
+        self.debug_info: dict[str, Any] = {}
+        self._box: np.ndarray | None = None
+
+    def initialize(self, frame: np.ndarray, box_xywh: Any) -> None:
+        """frame: (H, W, C) image (unused); box_xywh: (4,) xywh, finite, w > 0, h > 0."""
+        self._box = check_box(box_xywh)
+        self.debug_info = {}
+
+    def track(self, frame: np.ndarray) -> np.ndarray:
+        """(4,) xywh float64: the initial box."""
+        if self._box is None:
+            raise RuntimeError("StaticTracker.track called before initialize")
+        return self._box.copy()
+
+
+class OpenCVTracker:
+    """OpenCV's ``kind`` tracker ("csrt", "kcf" or "mil") with default parameters; conventions in the module
+    docstring. ``debug_info``: ``state`` ("init", "tracking" or "lost"), ``raw_rect`` (OpenCV's (x, y, w, h)
+    integer rectangle of the last call) and ``lost_frames`` (frames in a row without a usable rectangle)."""
+
+    def __init__(self, kind: str = "csrt") -> None:
+        if kind not in _OPENCV_FACTORIES:
+            raise ValueError(f"unknown OpenCV tracker kind {kind!r}; choose one of {sorted(_OPENCV_FACTORIES)}")
+        self.kind = kind
+        self.debug_info: dict[str, Any] = {}
+        self._tracker: Any = None
+        self._box: np.ndarray | None = None
+        self._size: tuple[int, int] | None = None
+        self._lost = 0
+
+    def initialize(self, frame: np.ndarray, box_xywh: Any) -> None:
+        """frame: (H, W[, C]) uint8 (RGB / gray / RGBA); box_xywh: (4,) xywh, finite, w > 0, h > 0."""
+        box = check_box(box_xywh)
+        image = to_bgr(frame)
+        height, width = image.shape[:2]
+        rect = pixel_rect(box, width, height)
+        tracker = _OPENCV_FACTORIES[self.kind]()
+        result = tracker.init(image, rect)
+        if result is False:  # OpenCV < 4.5.1 returned a flag; 4.5.1+ returns None and raises on failure
+            raise RuntimeError(f"OpenCV {self.kind} tracker refused the initial rectangle {rect}")
+        self._tracker = tracker
+        self._box = box
+        self._size = (height, width)
+        self._lost = 0
+        self.debug_info = {"state": "init", "raw_rect": rect, "lost_frames": 0}
+
+    def track(self, frame: np.ndarray) -> np.ndarray:
+        """(4,) xywh float64 box on ``frame`` (same size as the first frame); the previous box when lost."""
+        if self._tracker is None or self._box is None:
+            raise RuntimeError(f"OpenCVTracker({self.kind!r}).track called before initialize")
+        image = to_bgr(frame)
+        if image.shape[:2] != self._size:
+            raise ValueError(f"frame is {image.shape[:2]} (H, W) but the sequence started at {self._size}")
+        ok, rect = self._tracker.update(image)
+        raw = np.asarray(rect, dtype=np.float64).reshape(-1)
+        usable = bool(ok) and raw.shape == (4,) and bool(np.isfinite(raw).all()) and raw[2] > 0 and raw[3] > 0
+        if usable:
+            self._box = raw
+            self._lost = 0
+        else:
+            self._lost += 1
+        self.debug_info = {
+            "state": "tracking" if usable else "lost",
+            "raw_rect": tuple(raw.tolist()),
+            "lost_frames": self._lost,
+        }
+        return self._box.copy()
+
+
+def make_baseline(name: str, param: str = "default") -> StaticTracker | OpenCVTracker:
+    """A fresh baseline tracker: ``static``, ``csrt``, ``kcf`` or ``mil``; ``param`` must be ``default``."""
+    if name not in BASELINES:
+        raise ValueError(f"unknown baseline tracker {name!r}; choose one of {list(BASELINES)}")
+    if param not in BASELINE_PARAMS:
+        raise ValueError(f"baseline {name!r} has no parameter set {param!r}; choose one of {list(BASELINE_PARAMS)}")
+    if name == "static":
+        return StaticTracker()
+    return OpenCVTracker(name)
