@@ -27,6 +27,8 @@ host synchronisation per call.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import NamedTuple
 
 import torch
@@ -110,7 +112,12 @@ def _check_inputs(features: Tensor, rois: Tensor, spatial_scale: float) -> None:
         raise TypeError(f"prroi_pool: rois must be floating point, got {rois.dtype}")
     if rois.device != features.device:
         raise ValueError(f"prroi_pool: rois are on {rois.device} but features on {features.device}")
-    if not (isinstance(spatial_scale, (int, float)) and spatial_scale > 0 and spatial_scale != float("inf")):
+    _check_scale(spatial_scale)
+
+
+def _check_scale(spatial_scale: float) -> None:
+    valid = isinstance(spatial_scale, numbers.Real) and not isinstance(spatial_scale, bool)
+    if not (valid and 0 < spatial_scale < math.inf):
         raise ValueError(f"prroi_pool: spatial_scale must be a positive finite number, got {spatial_scale!r}")
 
 
@@ -288,8 +295,7 @@ class PrRoIPool(nn.Module):
     def __init__(self, output_size: int | tuple[int, int], spatial_scale: float) -> None:
         super().__init__()
         self.output_size = _pair(output_size)
-        if not (isinstance(spatial_scale, (int, float)) and spatial_scale > 0):
-            raise ValueError(f"PrRoIPool: spatial_scale must be a positive number, got {spatial_scale!r}")
+        _check_scale(spatial_scale)
         self.spatial_scale = float(spatial_scale)
 
     def forward(self, features: Tensor, rois: Tensor) -> Tensor:

@@ -307,5 +307,8 @@ def test_bad_inputs_raise_with_names() -> None:
         prroi_pool(features, good, (2, 2, 2), 1.0)
     with pytest.raises(ValueError, match="spatial_scale"):
         prroi_pool(features, good, 2, 0.0)
+    with pytest.raises(ValueError, match="spatial_scale"):
+        PrRoIPool(2, float("inf"))
+    assert PrRoIPool(2, np.float32(0.125)).spatial_scale == 0.125
     with pytest.raises(TypeError, match="features"):
         prroi_pool(features.long(), good, 2, 1.0)
