@@ -1,0 +1,201 @@
+"""Train R independent 1D-regression models at once (an ensemble with stacked weights).
+
+Every member has its own initial weights, its own data shuffling, its own samples and (in effect) its own
+Adam state: the per-member losses are summed, so the gradient w.r.t. member r's weights is that of member r's
+loss alone, and Adam is elementwise, so one Adam over the stacked weights equals R independent Adams.
+
+The losses and samplers are those of :mod:`ltr.ebm`: the R x B examples of a step are handed to the method
+as one batch of R*B independent examples, with a score function that routes example (r, i) to member r.
+
+Sample draws. ``shared_samples=False`` (default) draws every example's M proposal/noise samples (and the
+NCE+ perturbation) independently. ``shared_samples=True`` reproduces the reference code, which draws one
+set of M offsets per batch and shares it by all examples of the batch; here each member draws its own set.
+Per-example draws are the default because they are the estimator the paper writes down (samples from
+q(y | y_i) for each i); they give each batch B times more distinct sample positions, which makes the
+gradient estimates less noisy at no extra cost. The run-to-run spread of D_KL dominates any difference
+between the two modes in our runs (see docs/study_1d.md); the mode is recorded in every result file.
+
+Seeds: member r's initial weights come from ``generator(seed, r, "init")`` and its shuffling from
+``generator(seed, r, "shuffle")`` (so member r of any ensemble starts like ``Toy1DNet`` run with the same
+seed and run index); the ensemble's samples come from ``generator(seed, first_run, num_runs, "sample")``.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from ltr.ebm import Candidates
+from ltr.models.toy1d import Toy1DEnsemble
+from ltr.regression_1d.config import Regression1DConfig
+from ltr.regression_1d.data import generate, generator
+
+
+def _cat_candidates(parts: list[Candidates]) -> Candidates:
+    log_p = None if parts[0].log_p is None else torch.cat([c.log_p for c in parts], 0)
+    return Candidates(torch.cat([c.y for c in parts], 0), torch.cat([c.log_q for c in parts], 0), log_p)
+
+
+def ensemble_loss(
+    ens: Toy1DEnsemble,
+    method,
+    x: Tensor,
+    y: Tensor,
+    *,
+    generator: torch.Generator | None,
+    shared_samples: bool = False,
+    runs: slice | None = None,
+    fused: bool = False,
+) -> Tensor:
+    """Per-member mean loss of one batch, (R,).
+
+    Args:
+        ens: the ensemble.
+        method: an :mod:`ltr.ebm` method object (``ltr.ebm.build_method``).
+        x, y: (R, B, 1) member r's batch in row r.
+        generator: sampling generator.
+        shared_samples: one set of offsets per member and batch (sampling methods only).
+        runs: restrict to a slice of the members (x, y then hold only those rows).
+        fused: evaluate the per-candidate layers with :mod:`ltr.regression_1d.fused` (CPU; first derivatives
+            only, so not for ``sm``/``dsm``).
+    """
+    r, b, _ = x.shape
+    feat = ens.x_features(x, runs=runs)
+
+    if fused:
+        from ltr.regression_1d.fused import fused_score
+
+        score = functools.partial(fused_score, ens)
+    else:
+        score = ens.score_from_features
+
+    def score_fn(candidates: Tensor) -> Tensor:  # (R*B, S, 1) -> (R*B, S)
+        s = candidates.shape[1]
+        return score(feat, candidates.view(r, b, s, 1), runs=runs).reshape(r * b, s)
+
+    labels = y.reshape(r * b, 1)
+    if hasattr(method, "sample"):
+        if shared_samples:
+            cands = _cat_candidates([method.sample(y[k], generator=generator) for k in range(r)])
+        else:
+            cands = method.sample(labels, generator=generator)
+        result = method.loss_from_scores(score_fn(cands.y), cands, reduction="none")
+    else:
+        result = method(score_fn, labels, generator=generator, reduction="none")
+    return result.loss.view(r, b).mean(1)
+
+
+@dataclass
+class EnsembleTraining:
+    """The outcome of :func:`train_ensemble`.
+
+    ensemble: trained members; losses: (epochs, R) mean training loss per epoch and member;
+    seconds: training wall time (no evaluation); sec_per_epoch: seconds / (epochs * R), per model.
+    """
+
+    ensemble: Toy1DEnsemble
+    losses: Tensor
+    seconds: float
+    config: Regression1DConfig
+    first_run: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def sec_per_epoch(self) -> float:
+        return self.seconds / (self.config.epochs * self.ensemble.num_models)
+
+
+def train_ensemble(
+    config: Regression1DConfig,
+    num_runs: int,
+    *,
+    first_run: int = 0,
+    device: str | torch.device = "cpu",
+    models_per_chunk: int | None = None,
+    fused: bool | None = None,
+    epoch_callback: Callable[[int, Tensor], None] | None = None,
+    progress: bool = False,
+    desc: str = "",
+) -> EnsembleTraining:
+    """Train runs first_run .. first_run + num_runs - 1 of ``config`` at once.
+
+    Args:
+        config: the training config (method, dataset, epochs, ...).
+        num_runs: R.
+        models_per_chunk: members per forward/backward pass; only changes speed and memory. None = all
+            of them with the fused kernel or on a GPU, one at a time for the plain PyTorch path on a CPU
+            (measured fastest there: bigger tensors fall out of the caches).
+        fused: use the fused CPU kernel (:mod:`ltr.regression_1d.fused`) for the per-candidate layers; None =
+            whenever it applies (CPU, a first-derivative method, the kernel builds).
+        epoch_callback: called with (epoch, (R,) mean losses) after every epoch.
+        progress: show a tqdm bar over epochs.
+    """
+    device = torch.device(device)
+    if fused is None:
+        fused = use_fused(config.method, device)
+    x_all, y_all = generate(config.dataset, num=config.num_train, data_seed=config.data_seed)
+    x_all, y_all = x_all.to(device), y_all.to(device)
+    runs = range(first_run, first_run + num_runs)
+    ens = Toy1DEnsemble(num_runs, generators=[generator(config.seed, r, "init") for r in runs]).to(device)
+    shuffle_gens = [generator(config.seed, r, "shuffle") for r in runs]
+    sample_gen = generator(config.seed, first_run, num_runs, "sample")
+    method = config.build_method()
+    opt = torch.optim.Adam(ens.parameters(), lr=config.lr)
+    chunk = models_per_chunk or (num_runs if fused or device.type != "cpu" else 1)
+    n, bsz = config.num_train, config.batch_size
+    losses = torch.zeros(config.epochs, num_runs)
+
+    epochs = range(config.epochs)
+    if progress:
+        from tqdm import tqdm
+
+        epochs = tqdm(epochs, desc=desc or f"{config.method} d{config.dataset} x{num_runs}", leave=False)
+    start = time.perf_counter()
+    for epoch in epochs:
+        perms = torch.stack([torch.randperm(n, generator=g) for g in shuffle_gens]).to(device)  # (R, n)
+        total = torch.zeros(num_runs, device=device)
+        for i in range(0, n, bsz):
+            idx = perms[:, i : i + bsz]  # (R, B)
+            xb, yb = x_all[idx], y_all[idx]  # (R, B, 1)
+            opt.zero_grad(set_to_none=False)
+            for r0 in range(0, num_runs, chunk):
+                sl = slice(r0, min(r0 + chunk, num_runs))
+                per_model = ensemble_loss(
+                    ens,
+                    method,
+                    xb[sl],
+                    yb[sl],
+                    generator=sample_gen,
+                    shared_samples=config.shared_samples,
+                    runs=None if chunk == num_runs else sl,
+                    fused=fused,
+                )
+                per_model.sum().backward()
+                total[sl] += per_model.detach() * idx.shape[1]
+            opt.step()
+        losses[epoch] = (total / n).cpu()
+        if epoch_callback is not None:
+            epoch_callback(epoch, losses[epoch])
+        if progress:
+            epochs.set_postfix(loss=f"{losses[epoch].mean():.3f}")
+    seconds = time.perf_counter() - start
+    return EnsembleTraining(
+        ens, losses, seconds, config, first_run, {"fused": fused, "models_per_chunk": chunk}
+    )
+
+
+FIRST_ORDER_METHODS = ("ml_is", "kld_is", "nce", "nce_plus", "ml_mcmc")
+
+
+def use_fused(method: str, device: torch.device | str) -> bool:
+    """Whether the fused kernel applies: CPU, a method needing only first derivatives, and it builds here."""
+    if torch.device(device).type != "cpu" or method not in FIRST_ORDER_METHODS:
+        return False
+    from ltr.regression_1d import fused
+
+    return fused.available()
