@@ -13,8 +13,8 @@ Conventions of :class:`OpenCVTracker` (OpenCV trackers take and return integer p
 - Frames may be (H, W) grayscale, (H, W, 1), (H, W, 3) RGB or (H, W, 4) RGBA uint8; they are converted to
   (H, W, 3) BGR before OpenCV sees them.
 - The initial box is rounded by its corners (``x0 = floor(x + 0.5)``, ``x1 = floor(x + w + 0.5)``, same for
-  y), clipped to the image, and widened to at least ``MIN_SIZE`` (2) pixels per side, staying inside the
-  image. A box wholly outside the image becomes a 2 x 2 box at the nearest image border.
+  y) and clipped to the image; a side shorter than ``MIN_SIZE`` (2) pixels is replaced by one of 2 pixels
+  about the box centre, staying inside the image. A box wholly outside the image becomes a 2 x 2 box at the nearest image border.
 - When OpenCV reports the target lost (``ok == False``) or returns a non-finite or empty rectangle, the
   previous box is reported again (the initial box, as given, before the first success).
 - Every returned box is finite with w > 0 and h > 0.
@@ -71,12 +71,13 @@ def to_bgr(frame: np.ndarray, name: str = "frame") -> np.ndarray:
 
 
 def _span(lo: float, hi: float, limit: int, min_size: int) -> tuple[int, int]:
-    """Integer [a, b) from continuous [lo, hi): corners rounded half up, clipped to [0, limit], at least
-    ``min_size`` long and kept inside [0, limit]."""
+    """Integer [a, b) from continuous [lo, hi): corners rounded half up and clipped to [0, limit]; a span
+    shorter than ``min_size`` is replaced by one of ``min_size`` about the (clipped) continuous centre,
+    kept inside [0, limit]."""
     a = min(max(math.floor(lo + 0.5), 0), limit)
     b = min(max(math.floor(hi + 0.5), 0), limit)
     if b - a < min_size:
-        centre = 0.5 * (a + b)
+        centre = min(max(0.5 * (lo + hi), 0.0), float(limit))
         a = min(max(math.floor(centre - 0.5 * min_size + 0.5), 0), limit - min_size)
         b = a + min_size
     return a, b
@@ -122,7 +123,9 @@ class OpenCVTracker:
 
     def __init__(self, kind: str = "csrt") -> None:
         if kind not in _OPENCV_FACTORIES:
-            raise ValueError(f"unknown OpenCV tracker kind {kind!r}; choose one of {sorted(_OPENCV_FACTORIES)}")
+            raise ValueError(
+                f"unknown OpenCV tracker kind {kind!r}; choose one of {sorted(_OPENCV_FACTORIES)}"
+            )
         self.kind = kind
         self.debug_info: dict[str, Any] = {}
         self._tracker: Any = None
@@ -174,7 +177,9 @@ def make_baseline(name: str, param: str = "default") -> StaticTracker | OpenCVTr
     if name not in BASELINES:
         raise ValueError(f"unknown baseline tracker {name!r}; choose one of {list(BASELINES)}")
     if param not in BASELINE_PARAMS:
-        raise ValueError(f"baseline {name!r} has no parameter set {param!r}; choose one of {list(BASELINE_PARAMS)}")
+        raise ValueError(
+            f"baseline {name!r} has no parameter set {param!r}; choose one of {list(BASELINE_PARAMS)}"
+        )
     if name == "static":
         return StaticTracker()
     return OpenCVTracker(name)

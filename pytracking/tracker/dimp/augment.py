@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ltr.data.crop import CropTransform, sample_target_crop
+from ltr.data.crop import CropTransform
+from pytracking.tracker.dimp.frames import Frame, crop_frame_single
 from pytracking.tracker.dimp.params import AugmentationParams
 
 
@@ -92,7 +93,7 @@ def gaussian_blur(image: Tensor, sigma_x: float, sigma_y: float) -> Tensor:
 
 
 def augmented_samples(
-    frame: Tensor,
+    frame: Frame,
     box_xywh: Tensor,
     *,
     crop_size: int,
@@ -100,14 +101,14 @@ def augmented_samples(
     aug: AugmentationParams,
     generator: torch.Generator,
 ) -> InitSamples:
-    """The augmented initial crops of ``frame`` (C, H, W) float around ``box_xywh`` (4,) xywh image pixels.
+    """The augmented initial crops of a prepared ``frame`` (numpy (H, W, 3) or tensor (3, H, W), see
+    :func:`pytracking.tracker.dimp.frames.prepare_frame`) around ``box_xywh`` (4,) xywh image pixels (a tensor
+    on the tracker's device).
 
     Returns :class:`InitSamples` with ``aug.num_image_samples`` crops of ``crop_size`` pixels.
     """
     expanded = max(crop_size, round(crop_size * aug.expansion_factor))
-    big, t_big = sample_target_crop(
-        frame, box_xywh, search_area_factor * expanded / crop_size, expanded, mode="replicate"
-    )
+    big, t_big = crop_frame_single(frame, box_xywh, search_area_factor * expanded / crop_size, expanded)
     mats, offs, blurs = _sample_geometry(aug, crop_size, generator)
     n = mats.shape[0]
     dtype, device = big.dtype, big.device

@@ -22,11 +22,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ltr.data.crop import sample_target_crops
 from ltr.models.target_classifier import apply_filter, score_cell_to_pixel
 from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
 from pytracking.tracker.dimp.augment import augmented_samples, feature_dropout
-from pytracking.tracker.dimp.frames import frame_to_tensor
+from pytracking.tracker.dimp.frames import crop_frame, frame_size_wh, prepare_frame
 from pytracking.tracker.dimp.localize import (
     HARD_NEGATIVE,
     NORMAL,
@@ -112,11 +111,9 @@ class DiMPTracker:
         box = np.asarray(box_xywh, dtype=np.float64).reshape(-1)
         if box.shape != (4,) or not np.isfinite(box).all():
             raise ValueError(f"init box must be 4 finite numbers x, y, w, h; got {box_xywh!r}")
-        image = frame_to_tensor(frame, self.device)
+        image = prepare_frame(frame, self.device)
         geo, p = self.geometry, self.params
-        self.image_wh = torch.tensor(
-            [image.shape[2], image.shape[1]], dtype=torch.float32, device=self.device
-        )
+        self.image_wh = torch.tensor(frame_size_wh(image), dtype=torch.float32, device=self.device)
         box_t = torch.as_tensor(box, dtype=torch.float32, device=self.device)
         self.centre, self.size = self._clamp_state(box_t[:2] + 0.5 * box_t[2:].clamp(min=0), box_t[2:])
         samples = augmented_samples(
@@ -151,13 +148,11 @@ class DiMPTracker:
         self.frame_num += 1
         geo, p, t = self.geometry, self.params, self.timer
         with t.stage("crop"):
-            image = frame_to_tensor(frame, self.device)
-            self.image_wh = torch.tensor(
-                [image.shape[2], image.shape[1]], dtype=torch.float32, device=self.device
-            )
-            crop, tf = sample_target_crops(
+            image = prepare_frame(frame, self.device)
+            self.image_wh = torch.tensor(frame_size_wh(image), dtype=torch.float32, device=self.device)
+            crop, tf = crop_frame(
                 image,
-                self._box()[None],
+                self._box(),
                 geo.search_area_factor,
                 geo.crop_size,
                 mode=geo.crop_mode,
