@@ -73,9 +73,7 @@ class BoxScorer:
         xyxy = xywh_to_xyxy(self.boxes(rel))
         out = rel.new_empty(n, s)
         for lv, idx, images, local in self.groups:
-            feats = self.features[lv]
-            if len(images) < feats.shape[0]:
-                feats = feats.index_select(0, images)
+            feats = self.features[lv].index_select(0, images)
             batch = local.to(rel.dtype)[:, None, None].expand(len(idx), s, 1)
             rois = torch.cat([batch, xyxy[idx]], dim=-1).reshape(-1, 5)
             pooled = prroi_pool(feats, rois, self.head.pool_size, 1.0 / self.levels.strides[lv])

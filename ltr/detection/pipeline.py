@@ -34,6 +34,10 @@ from ltr.ops.boxes import rel_to_xywh, xywh_to_xyxy, xyxy_to_xywh
 Log = Callable[[str], None]
 
 
+class TrainingDiverged(FloatingPointError):
+    """The head's training loss became non-finite (the paper's "failed training due to numerical issues")."""
+
+
 @dataclass
 class Setup:
     """What a run needs besides the head: the data root and the frozen detector."""
@@ -145,11 +149,14 @@ def train_head(
         scorer = BoxScorer(head, feats, setup.detector.levels, ref, index)
         labels = torch.zeros(len(ref), 4, device=device)
         result = loss_fn(scorer, labels, generator=gen)
+        value = float(result.loss.detach())
+        if not torch.isfinite(torch.tensor(value)):
+            raise TrainingDiverged(f"{cfg.method}: the training loss is {value} at iteration {it + 1}")
         opt.zero_grad(set_to_none=True)
         result.loss.backward()
         opt.step()
         sched.step()
-        running += float(result.loss.detach())
+        running += value
         if cfg.log_every and (it + 1) % cfg.log_every == 0:
             entry = {"iteration": it + 1, "loss": running / cfg.log_every, "seconds": time.time() - start}
             entry.update({k: float(v) for k, v in result.stats.items()})

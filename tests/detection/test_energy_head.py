@@ -74,6 +74,23 @@ def test_scorer_uses_the_reference_level_and_is_finite_for_tiny_boxes():
     assert torch.allclose(alone(torch.zeros(1, 5, 4)), f[:1].detach(), atol=1e-6)
 
 
+def test_scores_do_not_depend_on_the_batch_composition():
+    gen = torch.Generator().manual_seed(2)
+    feats = [torch.randn(3, 4, 12, 12, generator=gen)]
+    levels = LevelSpec(("0",), (8,), 32.0, 0)
+    index = torch.tensor([2, 0, 2, 1, 2, 0])  # every image present, uneven counts, unsorted
+    ref = torch.cat([torch.rand(6, 2, generator=gen) * 50, torch.rand(6, 2, generator=gen) * 30 + 10], 1)
+    head = EnergyBoxHead(in_channels=4, pool_size=3, hidden=16)
+    y = 0.1 * torch.randn(6, 4, 4, generator=gen)
+    full = BoxScorer(head, feats, levels, ref, index)(y)
+    for b in range(3):
+        sel = (index == b).nonzero().squeeze(1)
+        one = BoxScorer(
+            head, [feats[0][b : b + 1]], levels, ref[sel], torch.zeros(len(sel), dtype=torch.long)
+        )
+        assert torch.allclose(one(y[sel]), full[sel], atol=1e-5)
+
+
 def test_rel_space_of_gt_is_zero():
     gt = torch.tensor([[3.0, 4.0, 10.0, 20.0]])
     assert torch.allclose(xywh_to_rel(gt, gt), torch.zeros(1, 4))
