@@ -143,21 +143,27 @@ def _layout(batch_index: Tensor, boxes: Tensor, num_images: int, height: int, wi
     num_rois = batch_index.shape[0]
     index = batch_index.long()
     bad = (index.to(batch_index.dtype) != batch_index) | (index < 0) | (index >= num_images)
-    index = index.clamp(0, num_images - 1)
-    order = torch.argsort(index, stable=True)
-    sorted_index = index[order]
-    # Counts by searching the sorted indices: bincount has no deterministic CUDA kernel.
-    images = torch.arange(num_images + 1, device=index.device)
-    counts = torch.diff(torch.searchsorted(sorted_index, images))
+    lower = boxes[:, :2].amin(dim=0).floor()
+    upper = torch.maximum(boxes[:, :2], boxes[:, 2:]).amax(dim=0).ceil()
+    bounds = torch.cat([lower, upper]).clamp(-1.0, float(max(height, width)) + 1.0).nan_to_num(0.0)
     position = torch.arange(num_rois, device=index.device)
-    rank = position - (torch.cumsum(counts, 0) - counts)[sorted_index]  # rank within its image
-    slots = torch.empty_like(order)
-    slots[order] = sorted_index * counts.max() + rank
-    flags = torch.stack([bad.any(), (order != position).any(), (slots != position).any()])
-    x1, y1, x2, y2 = boxes.unbind(dim=1)
-    bounds = torch.stack([x1.min(), y1.min(), torch.maximum(x1, x2).max(), torch.maximum(y1, y2).max()])
-    bounds = torch.cat([bounds[:2].floor(), bounds[2:].ceil()]).clamp(-1.0, float(max(height, width)) + 1.0)
-    summary = torch.cat([counts, flags.long(), bounds.nan_to_num(0.0).long()]).tolist()
+    if num_images == 1:  # a single image (the tracker): nothing to group
+        order = slots = position
+        counts = index.new_full((1,), num_rois)
+        no = torch.zeros((), dtype=torch.bool, device=index.device)
+        flags = torch.stack([bad.any(), no, no])  # sorted and dense
+    else:
+        index = index.clamp(0, num_images - 1)
+        order = torch.argsort(index, stable=True)
+        sorted_index = index[order]
+        # Counts by searching the sorted indices: bincount has no deterministic CUDA kernel.
+        images = torch.arange(num_images + 1, device=index.device)
+        counts = torch.diff(torch.searchsorted(sorted_index, images))
+        rank = position - (torch.cumsum(counts, 0) - counts)[sorted_index]  # rank within its image
+        slots = torch.empty_like(order)
+        slots[order] = sorted_index * counts.max() + rank
+        flags = torch.stack([bad.any(), (order != position).any(), (slots != position).any()])
+    summary = torch.cat([counts, flags.long(), bounds.long()]).tolist()
     if summary[num_images]:
         first = int(torch.nonzero(bad)[0, 0])
         raise ValueError(
@@ -169,10 +175,8 @@ def _layout(batch_index: Tensor, boxes: Tensor, num_images: int, height: int, wi
     col_start, row_start = min(max(col_start, 0), width - 1), min(max(row_start, 0), height - 1)
     cols = (col_start, min(max(col_end + 1, col_start + 1), width))
     rows = (row_start, min(max(row_end + 1, row_start + 1), height))
-    counts_list = summary[:num_images]
-    return _Layout(
-        order, counts_list, slots, not summary[num_images + 1], not summary[num_images + 2], rows, cols
-    )
+    is_sorted, is_dense = not summary[num_images + 1], not summary[num_images + 2]
+    return _Layout(order, summary[:num_images], slots, is_sorted, is_dense, rows, cols)
 
 
 def _pool_padded(features: Tensor, weights_x: Tensor, weights_y: Tensor, layout: _Layout) -> Tensor:
@@ -275,8 +279,15 @@ def prroi_pool(
         # Only the window that some roi touches takes part (in DiMP the proposals gather around the target).
         features = features[:, :, row_start:row_end, col_start:col_end]
     x1, y1, x2, y2 = boxes.unbind(dim=1)
-    weights_x = _bin_weights(x1 - col_start, (x2 - x1).clamp(min=0), out_w, col_end - col_start)
-    weights_y = _bin_weights(y1 - row_start, (y2 - y1).clamp(min=0), out_h, row_end - row_start)
+    starts = torch.stack([x1 - col_start, y1 - row_start])  # (2, N)
+    lengths = torch.stack([x2 - x1, y2 - y1]).clamp(min=0)
+    grid_w, grid_h = col_end - col_start, row_end - row_start
+    if out_w == out_h:  # both axes in one go, on the larger grid
+        weights = _bin_weights(starts.view(-1), lengths.view(-1), out_w, max(grid_w, grid_h))
+        weights_x, weights_y = weights[:num_rois, :, :grid_w], weights[num_rois:, :, :grid_h]
+    else:
+        weights_x = _bin_weights(starts[0], lengths[0], out_w, grid_w)
+        weights_y = _bin_weights(starts[1], lengths[1], out_h, grid_h)
     weights_x, weights_y = weights_x.to(features.dtype), weights_y.to(features.dtype)  # (N, bins, size)
     # The padded grid costs B * max(count) rois of work for N: take it only when it wastes little.
     if num_images * max(layout.counts) <= _MAX_PADDING * num_rois:
