@@ -175,11 +175,18 @@ def test_window_of_touched_cells_matches_full_map() -> None:
     for extra in (local[:0], spanning):
         feat = features.clone().requires_grad_(True)
         boxes = local.clone().requires_grad_(True)
-        out = prroi_pool(feat, torch.cat([boxes, extra]), (3, 2), 1.0)[: len(local)]
+        out = prroi_pool(feat, torch.cat([boxes, extra]), 3, 1.0)[: len(local)]
         grads = torch.autograd.grad((out * out).sum(), (feat, boxes))
         results.append((out, *grads))
     for cropped, full in zip(results[0], results[1], strict=True):
         torch.testing.assert_close(cropped, full, rtol=0, atol=1e-12)
+    coords = local[:, 1:].clone().requires_grad_(True)
+    feat = features[:, :1].clone().requires_grad_(True)
+
+    def pool(feat: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
+        return prroi_pool(feat, torch.cat([local[:, :1], coords], dim=1), 3, 1.0)
+
+    assert torch.autograd.gradcheck(pool, (feat, coords), eps=1e-6, atol=1e-6)
     # A roi entirely off the map still pools (to zeros) with a graph to differentiate.
     feat = features.clone().requires_grad_(True)
     boxes = torch.tensor([[0, 40.0, 50.0, 45.0, 52.0]], dtype=torch.float64, requires_grad=True)
