@@ -136,7 +136,7 @@ def test_tiny_setting_trains_through_the_cli_and_resumes(tmp_path):
     for r in history:
         assert r["samples"] == (8 if r["phase"] == "train" else 4)
         assert all(torch.isfinite(torch.tensor(r[k])) for k in ("loss", "loss/box", "loss/clf"))
-    assert history[0]["lr/box_head"] == 1e-3
+    assert history[0]["lr/box_head"] == 3e-3
 
 
 @pytest.mark.slow
