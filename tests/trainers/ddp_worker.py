@@ -27,6 +27,7 @@ def main() -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--workspace", required=True)
     p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--resume", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(1)
     info = prepare("cpu", seed=0)
@@ -50,7 +51,7 @@ def main() -> None:
     )
     trainer.verbose = False
     wrapped = type(actor.net).__name__  # restored after training; record what the trainer used
-    trainer.train()
+    trainer.train(resume=args.resume)
     torch.save(
         {
             "rank": distributed.rank(),

@@ -25,24 +25,18 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _worker_args(tmp_path: Path) -> list[str]:
-    return [
-        "-m",
-        "tests.trainers.ddp_worker",
-        "--out",
-        str(tmp_path / "out"),
-        "--workspace",
-        str(tmp_path / "ws"),
-    ]
+def _worker_args(tmp_path: Path, *extra: str) -> list[str]:
+    out, ws = tmp_path / "out", tmp_path / "ws"
+    return ["-m", "tests.trainers.ddp_worker", "--out", str(out), "--workspace", str(ws), *extra]
 
 
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
 
 
-def test_two_process_ddp_on_cpu(tmp_path):
-    """The two ranks started directly with the variables torchrun sets (one interpreter fewer to start)."""
-    (tmp_path / "out").mkdir()
+def _launch(tmp_path: Path, *extra: str) -> None:
+    """Start two ranks directly with the variables torchrun sets (one interpreter fewer than torchrun)."""
+    (tmp_path / "out").mkdir(parents=True, exist_ok=True)
     port = str(_free_port())
     procs = []
     for rank in range(2):
@@ -55,7 +49,7 @@ def test_two_process_ddp_on_cpu(tmp_path):
             "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": port,
         }
-        cmd = [sys.executable, *_worker_args(tmp_path)]
+        cmd = [sys.executable, *_worker_args(tmp_path, *extra)]
         procs.append(subprocess.Popen(cmd, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True))
     try:
         errors = [p.communicate(timeout=300)[1] for p in procs]
@@ -64,7 +58,29 @@ def test_two_process_ddp_on_cpu(tmp_path):
             if p.poll() is None:
                 p.kill()
     assert [p.returncode for p in procs] == [0, 0], "\n".join(e[-3000:] for e in errors)
+
+
+def test_two_process_ddp_on_cpu(tmp_path):
+    _launch(tmp_path)
     _check_run(tmp_path)
+
+
+@pytest.mark.slow
+def test_two_process_resume_continues_every_rank_exactly(tmp_path):
+    """2 epochs in one go == 1 epoch, stop, resume for the second: per-rank RNG states are restored."""
+    _launch(tmp_path / "a", "--epochs", "2")
+    _launch(tmp_path / "b", "--epochs", "1")
+    _launch(tmp_path / "b", "--epochs", "2", "--resume")
+    ca = load_checkpoint(run_dir(tmp_path / "a" / "ws", SETTING) / "ep0002.pth.tar")
+    cb = load_checkpoint(run_dir(tmp_path / "b" / "ws", SETTING) / "ep0002.pth.tar")
+    for key, value in ca["net"].items():
+        assert torch.equal(value, cb["net"][key]), key
+    for rank in range(2):
+        for key, value in ca["rng"]["ranks"][rank].items():
+            assert torch.equal(value, cb["rng"]["ranks"][rank][key]), (rank, key)
+    for pid, state in ca["optimizer"]["state"].items():
+        for key, value in state.items():
+            assert torch.equal(value, cb["optimizer"]["state"][pid][key]), (pid, key)
 
 
 @pytest.mark.slow
