@@ -4,6 +4,7 @@ Order at the end of an epoch (by ``priority``): progress bar closes (5), LR sche
 runs (20), visdom curves are posted (40), the checkpoint is written (90), stats files are rewritten (95). The
 checkpoint comes after everything that can consume randomness (validation), which is what makes a resumed
 run continue exactly; the stats files come after it, so they never list an epoch that has no checkpoint.
+Last, a summary line is printed (97).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class ProgressHook(Hook):
 
         total = len(trainer.train_loader) if hasattr(trainer.train_loader, "__len__") else None
         self.bar = tqdm(
-            total=total, desc=f"epoch {trainer.epoch}/{trainer.epochs}", dynamic_ncols=True, leave=True
+            total=total, desc=f"epoch {trainer.epoch}/{trainer.epochs}", dynamic_ncols=True, mininterval=1.0
         )
         self._start = time.perf_counter()
         self._samples = 0
@@ -121,6 +122,23 @@ class ProgressHook(Hook):
             self.bar.set_postfix(loss=f"{record['loss']:.4f}", samples_per_s=f"{record['samples_per_s']:.1f}")
             self.bar.close()
             self.bar = None
+
+
+class SummaryHook(Hook):
+    """One line per epoch on rank 0 (stderr, when the trainer is verbose): losses, speed, LRs."""
+
+    priority = 97
+
+    def after_epoch(self, trainer: Trainer) -> None:
+        records = [r for r in trainer.history if r["epoch"] == trainer.epoch]
+        parts = []
+        for record in records:
+            parts.append(f"{record['phase']} loss {record['loss']:.4f}")
+            if record["phase"] == "train":
+                parts.append(f"{record['samples_per_s']:.1f} samples/s")
+                lrs = sorted({v for k, v in record.items() if k.startswith("lr/")})
+                parts.append("lr " + "/".join(f"{v:.2g}" for v in lrs))
+        trainer.log(f"epoch {trainer.epoch}/{trainer.epochs}: " + ", ".join(parts))
 
 
 class VisdomHook(Hook):
@@ -209,9 +227,10 @@ def standard_hooks(
     visdom_port: int = DEFAULT_VISDOM_PORT,
     extra: Sequence[Hook] = (),
 ) -> list[Hook]:
-    """The usual set: LR schedule, validation (when ``val_loader``), stats files, progress bar, visdom (when
-    asked), checkpoints, plus ``extra``."""
+    """The usual set: LR schedule, validation (when ``val_loader``), stats files, progress bar, epoch summary
+    line, visdom (when asked), checkpoints, plus ``extra``."""
     hooks: list[Hook] = [
+        SummaryHook(),
         LRScheduleHook(),
         StatsFileHook(),
         ProgressHook(enabled=progress),

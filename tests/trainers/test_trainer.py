@@ -258,3 +258,14 @@ def test_amp_is_ignored_on_cpu():
         verbose=False,
     )
     assert trainer.amp is False and not trainer.scaler.is_enabled()
+
+
+def test_one_summary_line_per_epoch_on_stderr(capsys):
+    trainer, _ = build(None, epochs=2)  # validation every 2 epochs
+    trainer.verbose = True
+    history = trainer.train()
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("epoch ")]
+    assert len(lines) == 2
+    assert lines[0].startswith(f"epoch 1/2: train loss {history[0]['loss']:.4f}, ")
+    assert "lr 0.005/0.01" in lines[0] and "val loss" not in lines[0]
+    assert lines[1].endswith(f"val loss {history[2]['loss']:.4f}")
