@@ -13,8 +13,9 @@ Conventions of :class:`OpenCVTracker` (OpenCV trackers take and return integer p
 - Frames may be (H, W) grayscale, (H, W, 1), (H, W, 3) RGB or (H, W, 4) RGBA uint8; they are converted to
   (H, W, 3) BGR before OpenCV sees them.
 - The initial box is rounded by its corners (``x0 = floor(x + 0.5)``, ``x1 = floor(x + w + 0.5)``, same for
-  y) and clipped to the image; a side shorter than ``MIN_SIZE`` (2) pixels is replaced by one of 2 pixels
-  about the box centre, staying inside the image. A box wholly outside the image becomes a 2 x 2 box at the nearest image border.
+  y) and clipped to the image. Sides shorter than ``MIN_SIZE`` (4) pixels or than 1/``MAX_ASPECT`` (1/16) of
+  the other side are lengthened about the centre of the clipped box, staying inside the image (a box wholly
+  outside the image becomes a 4 x 4 box at the nearest border). See :func:`pixel_rect`.
 - When OpenCV reports the target lost (``ok == False``) or returns a non-finite or empty rectangle, the
   previous box is reported again (the initial box, as given, before the first success).
 - Every returned box is finite with w > 0 and h > 0.
@@ -33,8 +34,10 @@ import numpy as np
 BASELINES = ("static", "csrt", "kcf", "mil")
 BASELINE_PARAMS = ("default",)
 
-#: smallest side (pixels) of the rectangle handed to OpenCV.
-MIN_SIZE = 2
+#: smallest side (pixels) and largest side ratio of the rectangle handed to OpenCV: CSRT (OpenCV 5.0) raises
+#: in ``init`` for 2-pixel sides at the right / bottom image border and for side ratios of about 40.
+MIN_SIZE = 4
+MAX_ASPECT = 16.0
 
 _OPENCV_FACTORIES: dict[str, Callable[[], Any]] = {
     "csrt": cv2.TrackerCSRT.create,
@@ -70,31 +73,50 @@ def to_bgr(frame: np.ndarray, name: str = "frame") -> np.ndarray:
     raise ValueError(f"{name} must be (H, W), (H, W, 1), (H, W, 3) or (H, W, 4), got shape {frame.shape}")
 
 
-def _span(lo: float, hi: float, limit: int, min_size: int) -> tuple[int, int]:
-    """Integer [a, b) from continuous [lo, hi): corners rounded half up and clipped to [0, limit]; a span
-    shorter than ``min_size`` is replaced by one of ``min_size`` about the (clipped) continuous centre,
-    kept inside [0, limit]."""
+def _span(lo: float, hi: float, limit: int) -> tuple[int, int, float]:
+    """Continuous [lo, hi) -> integer [a, b) with corners rounded half up and clipped to [0, limit] (b - a
+    may be 0), and the centre of [lo, hi) clipped to [0, limit]."""
     a = min(max(math.floor(lo + 0.5), 0), limit)
     b = min(max(math.floor(hi + 0.5), 0), limit)
-    if b - a < min_size:
-        centre = min(max(0.5 * (lo + hi), 0.0), float(limit))
-        a = min(max(math.floor(centre - 0.5 * min_size + 0.5), 0), limit - min_size)
-        b = a + min_size
-    return a, b
+    clipped_lo = min(max(lo, 0.0), float(limit))
+    clipped_hi = min(max(hi, 0.0), float(limit))
+    return a, b, 0.5 * (clipped_lo + clipped_hi)
 
 
-def pixel_rect(box_xywh: Any, width: int, height: int, min_size: int = MIN_SIZE) -> tuple[int, int, int, int]:
+def _place(centre: float, size: int, limit: int) -> tuple[int, int]:
+    """Integer [a, a + size) about ``centre`` (rounded half up), kept inside [0, limit]."""
+    a = min(max(math.floor(centre - 0.5 * size + 0.5), 0), limit - size)
+    return a, a + size
+
+
+def pixel_rect(
+    box_xywh: Any, width: int, height: int, min_size: int = MIN_SIZE, max_aspect: float = MAX_ASPECT
+) -> tuple[int, int, int, int]:
     """(4,) continuous xywh box -> integer (x, y, w, h) rectangle inside a width x height image.
 
-    Corners are rounded half up, clipped to the image, and each side is widened to ``min_size`` pixels
-    (staying inside the image). Raises ValueError for an invalid box or an image smaller than ``min_size``.
+    Corners are rounded half up and clipped to the image. A side shorter than ``min_size`` pixels, or shorter
+    than ``1 / max_aspect`` of the other side, is lengthened (the long side is shortened where the image is
+    too small for that), about the centre of the clipped box and staying inside the image. Raises ValueError
+    for an invalid box or an image side shorter than ``min_size``.
     """
     box = check_box(box_xywh)
+    width, height = int(width), int(height)
     if width < min_size or height < min_size:
         raise ValueError(f"image {width}x{height} is smaller than the minimum box side {min_size}")
-    x0, x1 = _span(box[0], box[0] + box[2], int(width), min_size)
-    y0, y1 = _span(box[1], box[1] + box[3], int(height), min_size)
-    return x0, y0, x1 - x0, y1 - y0
+    x0, x1, cx = _span(box[0], box[0] + box[2], width)
+    y0, y1, cy = _span(box[1], box[1] + box[3], height)
+    w, h = max(x1 - x0, min_size), max(y1 - y0, min_size)
+    if w > max_aspect * h:
+        h = min(math.ceil(w / max_aspect), height)
+        w = min(w, math.floor(max_aspect * h))
+    elif h > max_aspect * w:
+        w = min(math.ceil(h / max_aspect), width)
+        h = min(h, math.floor(max_aspect * w))
+    if w != x1 - x0:
+        x0, x1 = _place(cx, w, width)
+    if h != y1 - y0:
+        y0, y1 = _place(cy, h, height)
+    return x0, y0, w, h
 
 
 class StaticTracker:

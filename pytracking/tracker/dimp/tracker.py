@@ -181,6 +181,8 @@ class DiMPTracker:
             with t.stage("refinement"):
                 if p.refine:
                     test_feats = self.net.box_head.get_test_features([feats[n] for n in BOX_LAYERS])
+                    # PrRoIPool multiplies (H, W) matrices per channel: standard layout, not channels_last
+                    test_feats = tuple(f.contiguous() for f in test_feats)
 
                     def score_fn(boxes: Tensor) -> Tensor:
                         return self.net.box_head.score(self.modulation, test_feats, boxes)
