@@ -52,7 +52,8 @@ class DetectionConfig:
     log_every: int = 50
     # prediction (appendix C): guided NMS, T steps of Algorithm S1
     nms_iou: float = 0.5
-    nms_rank_by: Literal["energy", "score"] = "energy"
+    nms_rank_by: Literal["energy", "score"] = "energy"  # used as is when tune_steps is off
+    nms_rank_modes: tuple[str, ...] = ("energy", "score")  # tried on val_split when tune_steps is on
     refine_steps: int = 10
     step_pos: float = 1e-4
     step_size: float = 4e-4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -78,10 +79,24 @@ def run_setting(
     if cfg.tune_steps:
         pairs = [(m * cfg.step_pos, m * cfg.step_size) for m in cfg.step_grid]
     tuning = None
-    if cfg.tune_steps and len(pairs) > 1 and cfg.val_split != cfg.test_split:
-        tuning, _ = evaluate_split(cfg, setup, head, cfg.val_split, pairs, dev, log)
-        chosen = best_steps(tuning, pairs)
-        metrics, _ = evaluate_split(cfg, setup, head, cfg.test_split, [chosen], dev, log)
+    rank_by = cfg.nms_rank_by
+    if cfg.tune_steps and cfg.val_split != cfg.test_split:
+        # pick the NMS ranking and the step lengths together on the validation split
+        tuning, best = {}, None
+        for mode in cfg.nms_rank_modes:
+            rows, _ = evaluate_split(
+                replace(cfg, nms_rank_by=mode), setup, head, cfg.val_split, pairs, dev, log
+            )
+            tuning[mode] = rows
+            steps = best_steps(rows, pairs)
+            ap = rows[f"refined_{steps[0]:g}_{steps[1]:g}"]["AP"]
+            if best is None or ap > best[0]:
+                best = (ap, mode, steps)
+        assert best is not None
+        _, rank_by, chosen = best
+        metrics, _ = evaluate_split(
+            replace(cfg, nms_rank_by=rank_by), setup, head, cfg.test_split, [chosen], dev, log
+        )
     else:  # one split for both (COCO val): report the best of the grid, as the paper tunes on val
         metrics, _ = evaluate_split(cfg, setup, head, cfg.test_split, pairs, dev, log)
         chosen = best_steps(metrics, pairs) if len(pairs) > 1 else pairs[0]
@@ -94,6 +109,7 @@ def run_setting(
         "test_split": cfg.test_split,
         "step_pos": chosen[0],
         "step_size": chosen[1],
+        "nms_rank_by": rank_by,
         "metrics": rows,
         "tuning": tuning,
         "all_test_rows": metrics,

@@ -33,8 +33,8 @@ class SyntheticDetectionConfig:
     """Size and content of the generated set (all splits are drawn from one seeded stream per split)."""
 
     num_train: int = 240
-    num_val: int = 40
-    num_test: int = 60
+    num_val: int = 100
+    num_test: int = 200
     image_size: int = 128
     min_objects: int = 1
     max_objects: int = 3

@@ -45,7 +45,7 @@ TINY_FIELDS: dict = {
     "lr_step": 800,
     "log_every": 100,
     "eval_batch_images": 8,
-    "detector_iters": 400,
+    "detector_iters": 500,
     "threads": 1,
 }
 
