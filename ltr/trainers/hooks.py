@@ -133,6 +133,9 @@ class SummaryHook(Hook):
         records = [r for r in trainer.history if r["epoch"] == trainer.epoch]
         parts = []
         for record in records:
+            if "loss" not in record:  # e.g. a validation loader that yielded no full batch
+                parts.append(f"{record['phase']}: no batches")
+                continue
             parts.append(f"{record['phase']} loss {record['loss']:.4f}")
             if record["phase"] == "train":
                 parts.append(f"{record['samples_per_s']:.1f} samples/s")

@@ -151,6 +151,7 @@ def test_tiny_setting_under_torchrun_with_two_processes(tmp_path):
         "dimp",
         "nce_plus_tiny",
         *SMALL,
+        "data.val_samples_per_epoch=8",  # 4 per rank: one full validation batch each
         "trainer.epochs=1",
         "trainer.progress=false",
         "--workspace",
@@ -167,3 +168,4 @@ def test_tiny_setting_under_torchrun_with_two_processes(tmp_path):
         "history"
     ]
     assert history[0]["samples"] == 8  # 4 per rank (samples_per_epoch is split over the ranks), summed
+    assert history[1]["phase"] == "val" and history[1]["samples"] == 8 and "loss" in history[1]

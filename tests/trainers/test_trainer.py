@@ -269,3 +269,14 @@ def test_one_summary_line_per_epoch_on_stderr(capsys):
     assert lines[0].startswith(f"epoch 1/2: train loss {history[0]['loss']:.4f}, ")
     assert "lr 0.005/0.01" in lines[0] and "val loss" not in lines[0]
     assert lines[1].endswith(f"val loss {history[2]['loss']:.4f}")
+
+
+def test_validation_loader_without_a_full_batch_is_reported_not_fatal(capsys):
+    from ltr.trainers import ValidationHook
+
+    hook = ValidationHook(make_loader(ToyDataset(4), batch_size=8), every=1)  # drop_last: no batch at all
+    trainer, _ = build(None, epochs=1, val=False, extra_hooks=[hook])
+    trainer.verbose = True
+    history = trainer.train()
+    assert history[1]["phase"] == "val" and history[1]["samples"] == 0 and "loss" not in history[1]
+    assert "val: no batches" in capsys.readouterr().err
