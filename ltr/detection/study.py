@@ -17,9 +17,10 @@ import io
 import json
 from pathlib import Path
 
-from ltr.admin.config import apply_overrides
+from ltr.admin.config import ConfigError, apply_overrides
 from ltr.admin.io import atomic_write, atomic_write_text
 from ltr.admin.paths import lookup, workspace_dir
+from ltr.dataset.base import DatasetError
 
 TABLE_METHODS = ("ml_is", "ml_mcmc_1", "ml_mcmc_4", "ml_mcmc_8", "kld_is", "nce", "dsm", "nce_plus")
 SWEEP_METHODS = ("ml_is", "kld_is", "nce", "nce_plus")
@@ -95,7 +96,10 @@ def main(argv: list[str] | None = None) -> dict:
     runs: list[dict] = []
     for method in methods:
         for m in ms:
-            cfg = apply_overrides(SETTINGS[f"{method}_tiny" if tiny else method](), args.overrides)
+            try:
+                cfg = apply_overrides(SETTINGS[f"{method}_tiny" if tiny else method](), args.overrides)
+            except ConfigError as err:
+                raise SystemExit(f"error: {err}") from err
             name = method
             if m is not None:
                 cfg.num_samples = m
@@ -111,6 +115,8 @@ def main(argv: list[str] | None = None) -> dict:
             except TrainingDiverged as err:
                 print(f"{name}: failed ({err})")
                 entry.update(metrics=None, failed=str(err))
+            except (ConfigError, DatasetError) as err:
+                raise SystemExit(f"error: {err}") from err
             runs.append(entry)
     summary = {"tiny": tiny, "overrides": list(args.overrides), "runs": runs}
     lines = ["| method | M | detector AP | AP | AP50 | AP75 | s/iter |", "|---|---|---|---|---|---|---|"]

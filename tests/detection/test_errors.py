@@ -59,3 +59,14 @@ def test_settings_carry_the_paper_hyperparameters():
     tiny = SETTINGS["nce_plus_tiny"]()
     assert (tiny.data, tiny.detector, tiny.beta) == ("synthetic", "tiny", 0.1)
     assert all(f"{m}_tiny" in SETTINGS for m in ("ml_is", "kld_is", "nce", "dsm", "ml_mcmc_1"))
+
+
+def test_study_paper_mode_without_coco_exits_naming_the_variable(no_config):
+    from ltr.detection.study import main as study_main
+
+    with pytest.raises(SystemExit) as err:
+        study_main(["--paper", "--methods", "nce_plus", "--workspace", str(no_config / "ws")])
+    assert "COCO_DIR" in str(err.value.code)
+    with pytest.raises(SystemExit) as err:
+        study_main(["--tiny", "--methods", "nce_plus", "not_a_key=1", "--workspace", str(no_config / "ws")])
+    assert "not_a_key" in str(err.value.code)
