@@ -27,9 +27,9 @@ def run(root, ckpt, results, *extra):
     return main([*argv, "--results", str(results), "--device", "cpu", "--no-progress", *extra])
 
 
-def test_parallel_run_keeps_results_reports_failure_and_resumes(tree, capsys):
+def check_failure_and_resume(tree, capsys, threads):
     root, ckpt, results = tree
-    assert run(root, ckpt, results, "--threads", "2", "--runid", "3") == 1
+    assert run(root, ckpt, results, "--threads", str(threads), "--runid", "3") == 1
     err = capsys.readouterr().err
     assert "sequence broken failed" in err and "Traceback" in err and "0003.jpg" in err
     folder = results / "dimp" / "nce_plus_tiny_003"
@@ -50,6 +50,15 @@ def test_parallel_run_keeps_results_reports_failure_and_resumes(tree, capsys):
     out = capsys.readouterr().out
     assert "0 tracked, 2 already finished, 1 failed" in out
     assert (folder / "alpha.txt").stat().st_mtime_ns == before
+
+
+def test_run_keeps_results_reports_failure_and_resumes(tree, capsys):
+    check_failure_and_resume(tree, capsys, threads=1)
+
+
+@pytest.mark.slow  # two spawned worker processes import torch: ~10 s of CPU
+def test_parallel_run_keeps_results_reports_failure_and_resumes(tree, capsys):
+    check_failure_and_resume(tree, capsys, threads=2)
 
 
 def test_single_sequence_and_clean_exit(tree, capsys):
