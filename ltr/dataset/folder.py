@@ -21,6 +21,7 @@ import numpy as np
 
 from ltr.admin.paths import dataset_root
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
+from ltr.dataset.common import build_sequence
 from ltr.dataset.textio import list_frames, read_flags_per_line, read_rows, reconcile
 
 GT_FILE = "groundtruth_rect.txt"
@@ -90,15 +91,8 @@ class FolderDataset(SequenceDataset):
         if absent is not None:
             attributes["absent"] = absent
             visible = ~absent
-        if problems:
-            attributes["problems"] = problems
-        return Sequence(
-            name=name,
-            boxes=boxes,
-            frame_paths=frames,
-            visible=visible,
-            dataset=self.name,
-            attributes=attributes,
+        return build_sequence(
+            name, boxes, frames, dataset=self.name, attributes=attributes, problems=problems, visible=visible
         )
 
 

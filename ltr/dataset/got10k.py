@@ -23,8 +23,9 @@ import numpy as np
 
 from ltr.admin.paths import dataset_root
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
+from ltr.dataset.common import build_sequence, read_boxes_and_frames
 from ltr.dataset.splits import find_split_file, read_split_file
-from ltr.dataset.textio import list_frames, read_flags_per_line, read_lines, read_rows, reconcile
+from ltr.dataset.textio import read_flags_per_line, read_lines
 
 OFFICIAL_SPLITS = ("train", "val", "test")
 LABEL_FILES = ("absence", "cover", "cut_by_image")
@@ -90,11 +91,15 @@ class Got10kDataset(SequenceDataset):
         seq_dir = self.split_dir / name
         if not seq_dir.is_dir():
             raise DatasetError(f"GOT-10k sequence folder not found: {seq_dir}")
-        gt_path = seq_dir / "groundtruth.txt"
-        boxes = read_rows(gt_path, 4)
-        frames = list_frames(seq_dir, extensions=(".jpg", ".jpeg", ".png"), first=1)
         problems: list[str] = []
-        frames, boxes = reconcile(name, frames, boxes, gt_path, problems)
+        frames, boxes = read_boxes_and_frames(
+            name,
+            seq_dir / "groundtruth.txt",
+            seq_dir,
+            problems,
+            first=1,
+            extensions=(".jpg", ".jpeg", ".png"),
+        )
         n = len(frames)
         attributes: dict[str, Any] = {}
         for label in LABEL_FILES:
@@ -118,15 +123,8 @@ class Got10kDataset(SequenceDataset):
             attributes["meta"] = read_meta_info(meta_path)
             if "object_class" in attributes["meta"]:
                 attributes["class"] = attributes["meta"]["object_class"]
-        if problems:
-            attributes["problems"] = problems
-        return Sequence(
-            name=name,
-            boxes=boxes,
-            frame_paths=frames,
-            visible=visible,
-            dataset=self.name,
-            attributes=attributes,
+        return build_sequence(
+            name, boxes, frames, dataset=self.name, attributes=attributes, problems=problems, visible=visible
         )
 
 

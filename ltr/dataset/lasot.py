@@ -19,6 +19,7 @@ from typing import Any
 
 from ltr.admin.paths import dataset_root
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
+from ltr.dataset.common import build_sequence
 from ltr.dataset.splits import find_split_file, read_split_file
 from ltr.dataset.textio import list_frames, read_flags_one_line, read_rows, reconcile
 
@@ -181,16 +182,9 @@ class LasotDataset(SequenceDataset):
         attributes: dict[str, Any] = {"class": cls, **flags}
         if nlp_path.is_file():
             attributes["language"] = nlp_path.read_text(encoding="utf-8", errors="replace").strip()
-        if problems:
-            attributes["problems"] = problems
         visible = ~flags["full_occlusion"] & ~flags["out_of_view"]
-        return Sequence(
-            name=name,
-            boxes=boxes,
-            frame_paths=frames,
-            visible=visible,
-            dataset=self.name,
-            attributes=attributes,
+        return build_sequence(
+            name, boxes, frames, dataset=self.name, attributes=attributes, problems=problems, visible=visible
         )
 
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from ltr.admin.paths import dataset_root
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
-from ltr.dataset.textio import list_frames, parse_float, read_lines, read_rows, reconcile
+from ltr.dataset.common import build_sequence, read_boxes_and_frames
+from ltr.dataset.textio import list_frames, parse_float, read_lines
 
 FPS_RATIO = 8  # 240 fps / 30 fps
 
@@ -104,9 +105,9 @@ class NfsDataset(SequenceDataset):
         visible = None
         if self.layout == "packed":
             anno_path = self.root / "anno" / f"nfs_{name}.txt"
-            boxes = read_rows(anno_path, 4)
-            frames = list_frames(self.root / "sequences" / name, first=1)
-            frames, boxes = reconcile(name, frames, boxes, anno_path, problems)
+            frames, boxes = read_boxes_and_frames(
+                name, anno_path, self.root / "sequences" / name, problems, first=1
+            )
         else:
             base = self.root / name / "30"
             anno_path = base / f"{name}.txt"
@@ -118,15 +119,8 @@ class NfsDataset(SequenceDataset):
                 )
             visible = ~lost
             attributes.update(lost=lost, occluded=occluded)
-        if problems:
-            attributes["problems"] = problems
-        return Sequence(
-            name=name,
-            boxes=boxes,
-            frame_paths=frames,
-            visible=visible,
-            dataset=self.name,
-            attributes=attributes,
+        return build_sequence(
+            name, boxes, frames, dataset=self.name, attributes=attributes, problems=problems, visible=visible
         )
 
 

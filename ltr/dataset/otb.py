@@ -21,6 +21,7 @@ from typing import Any
 
 from ltr.admin.paths import dataset_root
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
+from ltr.dataset.common import build_sequence
 from ltr.dataset.textio import numbered_paths, read_rows
 
 _SINGLE = (
@@ -104,10 +105,8 @@ class OTBDataset(SequenceDataset):
             self.root / folder / "img", first + omit, count - omit, OTB_DIGITS.get(folder, 4), "jpg"
         )
         attributes: dict[str, Any] = {"folder": folder, "first_frame_number": first + omit}
-        if problems:
-            attributes["problems"] = problems
-        return Sequence(
-            name=name, boxes=boxes[omit:], frame_paths=frames, dataset=self.name, attributes=attributes
+        return build_sequence(
+            name, boxes[omit:], frames, dataset=self.name, attributes=attributes, problems=problems
         )
 
 

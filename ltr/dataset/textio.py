@@ -175,11 +175,17 @@ def numbered_paths(directory: Path, first: int, count: int, digits: int, ext: st
 
 
 def reconcile(
-    name: str, frames: list[Path], boxes: np.ndarray, anno_path: Path, problems: list[str]
+    name: str,
+    frames: list[Path],
+    boxes: np.ndarray,
+    anno_path: Path,
+    problems: list[str],
+    stacklevel: int = 3,
 ) -> tuple[list[Path], np.ndarray]:
     """Cut frames and (N, 4) boxes to a common length when they disagree, recording a problem.
 
-    A single annotation row (first-frame-only files) is padded with NaN rows instead.
+    A single annotation row (first-frame-only files) is padded with NaN rows instead. The warning is issued
+    at ``stacklevel`` (3: the caller of the function that called this one).
     """
     if len(boxes) == len(frames):
         return frames, boxes
@@ -189,6 +195,6 @@ def reconcile(
         return frames, padded
     msg = f"{anno_path}: {len(boxes)} annotation rows but {len(frames)} frames in sequence {name!r}"
     problems.append(msg)
-    warnings.warn(msg + "; using the shorter length", stacklevel=3)
+    warnings.warn(msg + "; using the shorter length", stacklevel=stacklevel)
     n = min(len(frames), len(boxes))
     return frames[:n], boxes[:n]

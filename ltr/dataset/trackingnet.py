@@ -16,7 +16,8 @@ from typing import Any
 
 from ltr.admin.paths import dataset_root
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
-from ltr.dataset.textio import list_frames, read_lines, read_rows, reconcile
+from ltr.dataset.common import build_sequence, read_boxes_and_frames
+from ltr.dataset.textio import read_lines
 
 TRAIN_CHUNKS = tuple(f"TRAIN_{i}" for i in range(12))
 
@@ -103,16 +104,14 @@ class TrackingNetDataset(SequenceDataset):
             raise KeyError(f"no TrackingNet video {name!r} in the selected chunks")
         chunk_dir = self.root / self._video_chunk[name]
         anno_path = chunk_dir / "anno" / f"{name}.txt"
-        boxes = read_rows(anno_path, 4)
-        frames = list_frames(chunk_dir / "frames" / name, first=0)
         problems: list[str] = []
-        frames, boxes = reconcile(name, frames, boxes, anno_path, problems)
+        frames, boxes = read_boxes_and_frames(name, anno_path, chunk_dir / "frames" / name, problems, first=0)
         attributes: dict[str, Any] = {"chunk": self._video_chunk[name]}
         if name in self._classes:
             attributes["class"] = self._classes[name]
-        if problems:
-            attributes["problems"] = problems
-        return Sequence(name=name, boxes=boxes, frame_paths=frames, dataset=self.name, attributes=attributes)
+        return build_sequence(
+            name, boxes, frames, dataset=self.name, attributes=attributes, problems=problems
+        )
 
 
 def trackingnet_dataset(

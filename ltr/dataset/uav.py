@@ -15,6 +15,7 @@ from typing import Any
 
 from ltr.admin.paths import dataset_root
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
+from ltr.dataset.common import build_sequence
 from ltr.dataset.textio import numbered_paths, read_rows, reconcile
 
 # folder -> consecutive (first, last) image ranges of its sub-sequences <folder>_1, <folder>_2, ...
@@ -78,9 +79,9 @@ class UAV123Dataset(SequenceDataset):
         problems: list[str] = []
         frames, boxes = reconcile(name, frames, boxes, anno_path, problems)
         attributes: dict[str, Any] = {"folder": folder, "first_frame_number": first}
-        if problems:
-            attributes["problems"] = problems
-        return Sequence(name=name, boxes=boxes, frame_paths=frames, dataset=self.name, attributes=attributes)
+        return build_sequence(
+            name, boxes, frames, dataset=self.name, attributes=attributes, problems=problems
+        )
 
 
 def uav_dataset(
