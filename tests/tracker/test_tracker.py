@@ -150,3 +150,15 @@ def test_fuzz_short():
 @pytest.mark.slow
 def test_fuzz_thousands_of_frames():
     assert fuzz(num_sequences=200, max_frames=40, seed=12) > 3000
+
+
+def test_reinitialising_repeats_the_run():
+    rng = np.random.default_rng(6)
+    frames = [random_frame(rng, 70, 90) for _ in range(4)]
+    tracker = tiny_tracker(target_not_found_threshold=-1e9)  # every frame refines and learns
+    runs = []
+    for _ in range(2):
+        tracker.initialize(frames[0], [20.0, 15.0, 18.0, 14.0])
+        runs.append(np.stack([tracker.track(f) for f in frames[1:]]))
+    assert np.array_equal(runs[0], runs[1])
+    assert not np.allclose(runs[0][:, 2:], [18.0, 14.0])  # the refinement changed the size

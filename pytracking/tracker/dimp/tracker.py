@@ -113,6 +113,7 @@ class DiMPTracker:
             raise ValueError(f"init box must be 4 finite numbers x, y, w, h; got {box_xywh!r}")
         image = prepare_frame(frame, self.device)
         geo, p = self.geometry, self.params
+        self.generator.manual_seed(p.seed)  # same sequence, same result, also when re-initialised
         self.image_wh = torch.tensor(frame_size_wh(image), dtype=torch.float32, device=self.device)
         box_t = torch.as_tensor(box, dtype=torch.float32, device=self.device)
         self.centre, self.size = self._clamp_state(box_t[:2] + 0.5 * box_t[2:].clamp(min=0), box_t[2:])
