@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ltr.admin.checkpoint import CheckpointError
 from ltr.admin.config import ConfigError, apply_overrides
+from ltr.admin.distributed import DistributedError
 from ltr.admin.paths import workspace_dir
+from ltr.admin.stats import VisdomUnavailable
 from ltr.dataset.base import DatasetError
 from ltr.train_settings import MODULES, load_module
 
@@ -29,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    # intermixed: key=value overrides may come before or after the --options
+    args = build_parser().parse_intermixed_args(argv)
     module = load_module(args.module)
     if args.setting not in module.SETTINGS:
         sys.exit(
@@ -46,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
             device=args.device,
             visdom=args.visdom,
         )
-    except (ConfigError, DatasetError) as err:
+    except (ConfigError, DatasetError, CheckpointError, DistributedError, VisdomUnavailable) as err:
         sys.exit(f"error: {err}")
 
 
