@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from eval.frame_errors import ResultError
+from ltr.dataset.textio import read_lines
 
 _RUN_DIR = re.compile(r"^(?P<param>.+?)_(?P<run>\d{3})$")
 
@@ -29,15 +30,7 @@ def detect_delimiter(line: str) -> str | None:
 def read_result_file(path: str | Path) -> np.ndarray:
     """Read one result file -> (N, 4) float64 xywh (NaN kept). Errors name ``file:line``."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError as err:
-        raise ResultError(f"result file not found: {path}") from err
-    except UnicodeDecodeError as err:
-        raise ResultError(f"{path}: not a UTF-8 text file ({err.reason})") from err
-    lines = text.splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
+    lines = read_lines(path, what="result file", error=ResultError)
     if not lines:
         raise ResultError(f"{path}: empty result file (expected one x,y,w,h line per frame)")
     delim = detect_delimiter(lines[0])

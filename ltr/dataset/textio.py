@@ -24,15 +24,22 @@ _DIGITS = re.compile(r"(\d+)")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp")
 
 
-def read_lines(path: str | Path) -> list[str]:
-    """The file's lines without line terminators; trailing blank lines dropped. Missing file -> error."""
+def read_lines(
+    path: str | Path, *, what: str = "annotation file", error: type[Exception] = DatasetError
+) -> list[str]:
+    """The file's lines without line terminators; trailing blank lines dropped (a UTF-8 BOM too).
+
+    A missing file raises ``error("{what} not found: {path}")``, undecodable bytes
+    ``error("{path}: not a UTF-8 text file (...)")``; ``what``/``error`` let other readers (tracker result
+    files in :mod:`eval.result_files`) keep their own wording and exception type.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig", errors="strict")
     except FileNotFoundError as err:
-        raise DatasetError(f"annotation file not found: {path}") from err
+        raise error(f"{what} not found: {path}") from err
     except UnicodeDecodeError as err:
-        raise DatasetError(f"{path}: not a UTF-8 text file ({err.reason})") from err
+        raise error(f"{path}: not a UTF-8 text file ({err.reason})") from err
     lines = text.splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
