@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from torch import Tensor, nn
 
+from ltr.data.labels import label_sigma_cells
 from ltr.models.backbone import ResNetBackbone
 from ltr.models.bbreg import EnergyBoxHead
 from ltr.models.target_classifier import (
@@ -40,8 +41,8 @@ BOX_LAYERS = ("layer2", "layer3")
 class NetConfig:
     """Everything needed to rebuild a :class:`DiMPNet`. Defaults: SuperDiMP-50 (the paper's DiMP-NCE+ base).
 
-    ``label_init_sigma`` is in feature cells (:func:`label_sigma_cells`): output sigma factor 1/4, search area
-    factor 6, feature size 22.
+    ``label_init_sigma`` is in feature cells (:func:`ltr.data.labels.label_sigma_cells`): output sigma factor
+    1/4, search area factor 6, feature size 22.
     """
 
     backbone: str = "resnet50"
@@ -57,15 +58,10 @@ class NetConfig:
     num_dist_bins: int = 100
     bin_displacement: float = 0.1
     mask_init_factor: float = 3.0
-    label_init_sigma: float = 0.25 / 6.0 * 22  # = label_sigma_cells(0.25, 6.0, 22)
+    label_init_sigma: float = 22 * 0.25 / 6.0  # = label_sigma_cells(22, 0.25, 6.0)
     box_ref_channels: tuple[int, int] = (128, 256)
     box_mod_channels: tuple[int, int] = (256, 256)
     box_linear_channels: tuple[int, int] = (256, 256)
-
-
-def label_sigma_cells(output_sigma_factor: float, search_area_factor: float, feature_size: int) -> float:
-    """Label Gaussian width in feature cells: (sigma factor / search area factor) x feature size."""
-    return output_sigma_factor / search_area_factor * feature_size
 
 
 def tiny_net_config(*, feature_size: int = 8, search_area_factor: float = 6.0) -> NetConfig:
@@ -77,7 +73,7 @@ def tiny_net_config(*, feature_size: int = 8, search_area_factor: float = 6.0) -
         pretrained=False,
         frozen_layers=(),
         clf_feature_dim=32,
-        label_init_sigma=label_sigma_cells(0.25, search_area_factor, feature_size),
+        label_init_sigma=label_sigma_cells(feature_size, 0.25, search_area_factor),
         box_ref_channels=(16, 32),
         box_mod_channels=(32, 32),
         box_linear_channels=(32, 32),
@@ -288,7 +284,6 @@ __all__ = [
     "DiMPTrainOutput",
     "NetConfig",
     "build_dimpnet",
-    "label_sigma_cells",
     "lr_groups",
     "tiny_net_config",
 ]
