@@ -23,11 +23,12 @@ from ltr.detection.detector import (
     RESNET50_LEVELS,
     TINY_LEVELS,
     FrozenDetector,
+    LevelSpec,
     build_resnet50_detector,
     check_pretrained_weights,
 )
 from ltr.detection.energy import BoxScorer
-from ltr.ebm import build_method, gradient_ascent
+from ltr.ebm import LossResult, build_method, gradient_ascent
 from ltr.models.detection import EnergyBoxHead
 from ltr.ops.boxes import rel_to_xywh, xywh_to_xyxy, xyxy_to_xywh
 
@@ -91,7 +92,7 @@ def build_head(cfg: DetectionConfig, in_channels: int) -> EnergyBoxHead:
     return EnergyBoxHead(in_channels=in_channels, pool_size=cfg.pool_size, hidden=cfg.hidden)
 
 
-def build_loss(cfg: DetectionConfig):
+def build_loss(cfg: DetectionConfig) -> Callable[..., LossResult]:
     """The :mod:`ltr.ebm` method object of ``cfg.method`` with the config's hyperparameters."""
     m = cfg.num_samples
     if cfg.method in ("ml_is",):
@@ -236,7 +237,12 @@ def prepare_batch(
 
 
 def refine(
-    cfg: DetectionConfig, head: EnergyBoxHead, levels, prep: Prepared, step_pos: float, step_size: float
+    cfg: DetectionConfig,
+    head: EnergyBoxHead,
+    levels: LevelSpec,
+    prep: Prepared,
+    step_pos: float,
+    step_size: float,
 ) -> Tensor:
     """T steps of Algorithm S1 on all boxes of the batch at once -> (K, 4) xyxy original pixels.
 
