@@ -30,6 +30,19 @@ def random_sequences(seed, n_seq=6, n=60):
     return out
 
 
+def one_based_errors(box, gt):
+    """IoU, centre error and size-normalised centre error of one xywh box against one valid GT box, in the
+    toolkits' shared 1-based pixel convention (a w-pixel box covers x .. x + w - 1, centre x + (w - 1) / 2)."""
+    (x, y, w, h), (gx, gy, gw, gh) = box, gt
+    iw = max(0.0, min(x + w - 1, gx + gw - 1) - max(x, gx) + 1)
+    ih = max(0.0, min(y + h - 1, gy + gh - 1) - max(y, gy) + 1)
+    inter = iw * ih
+    c = (x + (w - 1) / 2, y + (h - 1) / 2)
+    g = (gx + (gw - 1) / 2, gy + (gh - 1) / 2)
+    iou = inter / (w * h + gw * gh - inter)
+    return iou, math.hypot(c[0] - g[0], c[1] - g[1]), math.hypot(c[0] / gw - g[0] / gw, c[1] / gh - g[1] / gh)
+
+
 def lasot_matlab_loop(item):
     """calc_seq_err_robust.m + eval_tracker.m, frame by frame."""
     res = [list(r) for r in item.pred]
@@ -45,16 +58,11 @@ def lasot_matlab_loop(item):
     for i in range(len(anno)):
         if not item.visible[i]:
             continue  # removed; the denominator stays len(anno)
-        (x, y, w, h), (gx, gy, gw, gh) = res[i], anno[i]
-        c = (x + (w - 1) / 2, y + (h - 1) / 2)
-        g = (gx + (gw - 1) / 2, gy + (gh - 1) / 2)
         if all(v > 0 for v in anno[i]):
-            iw = max(0.0, min(x + w - 1, gx + gw - 1) - max(x, gx) + 1)
-            ih = max(0.0, min(y + h - 1, gy + gh - 1) - max(y, gy) + 1)
-            inter = iw * ih
-            ious.append(inter / (w * h + gw * gh - inter))
-            errs.append(math.hypot(c[0] - g[0], c[1] - g[1]))
-            nerrs.append(math.hypot(c[0] / gw - g[0] / gw, c[1] / gh - g[1] / gh))
+            iou, err, nerr = one_based_errors(res[i], anno[i])
+            ious.append(iou)
+            errs.append(err)
+            nerrs.append(nerr)
         else:
             ious.append(-1.0)
             errs.append(-1.0)
@@ -95,17 +103,12 @@ def pytracking_loop(item):
     pred[0] = list(anno[0])
     ious, errs, nerrs = [], [], []
     for i in range(len(anno)):
-        (x, y, w, h), (gx, gy, gw, gh) = pred[i], anno[i]
-        valid = gw > 0 and gh > 0 and item.visible[i]
-        c = (x + 0.5 * (w - 1), y + 0.5 * (h - 1))
-        g = (gx + 0.5 * (gw - 1), gy + 0.5 * (gh - 1))
-        if valid:
-            iw = max(0.0, min(x + w - 1, gx + gw - 1) - max(x, gx) + 1)
-            ih = max(0.0, min(y + h - 1, gy + gh - 1) - max(y, gy) + 1)
-            inter = iw * ih
-            ious.append(inter / (w * h + gw * gh - inter))
-            errs.append(math.hypot(c[0] - g[0], c[1] - g[1]))
-            nerrs.append(math.hypot(c[0] / gw - g[0] / gw, c[1] / gh - g[1] / gh))
+        gw, gh = anno[i][2], anno[i][3]
+        if gw > 0 and gh > 0 and item.visible[i]:
+            iou, err, nerr = one_based_errors(pred[i], anno[i])
+            ious.append(iou)
+            errs.append(err)
+            nerrs.append(nerr)
         else:
             ious.append(-1.0)
             errs.append(math.inf)
