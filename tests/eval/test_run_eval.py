@@ -46,23 +46,27 @@ def setup(tmp_path):
     return tmp_path
 
 
-def test_run_eval_end_to_end(setup, capsys):
-    out = setup / "out"
-    argv = [
+def folder_argv(setup, trackers, out, *extra):
+    """run_eval arguments for the folder dataset and result tree that ``setup`` generated."""
+    root, results = str(setup / "data"), str(setup / "results")
+    return [
         "--dataset",
         "folder",
         "--root",
-        str(setup / "data"),
+        root,
         "--results",
-        str(setup / "results"),
+        results,
         "--trackers",
-        "dimp/good",
-        "dimp/bad",
+        *trackers,
         "--out",
         str(out),
-        "--format",
-        "csv",
+        *extra,
     ]
+
+
+def test_run_eval_end_to_end(setup, capsys):
+    out = setup / "out"
+    argv = folder_argv(setup, ["dimp/good", "dimp/bad"], out, "--format", "csv")
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "protocol pytracking_visibility" in printed
@@ -103,20 +107,7 @@ def test_run_eval_end_to_end(setup, capsys):
 
 def test_run_eval_missing_results(setup, capsys):
     (setup / "results" / "dimp" / "bad" / "seqB.txt").unlink()
-    argv = [
-        "--dataset",
-        "folder",
-        "--root",
-        str(setup / "data"),
-        "--results",
-        str(setup / "results"),
-        "--trackers",
-        "dimp/good",
-        "dimp/bad",
-        "--out",
-        str(setup / "out"),
-        "--no-plots",
-    ]
+    argv = folder_argv(setup, ["dimp/good", "dimp/bad"], setup / "out", "--no-plots")
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
@@ -130,21 +121,7 @@ def test_run_eval_missing_results(setup, capsys):
 
 
 def test_run_eval_protocol_override(setup, capsys):
-    argv = [
-        "--dataset",
-        "folder",
-        "--root",
-        str(setup / "data"),
-        "--results",
-        str(setup / "results"),
-        "--trackers",
-        "dimp/good",
-        "--out",
-        str(setup / "o"),
-        "--no-plots",
-        "--protocol",
-        "pytracking",
-    ]
+    argv = folder_argv(setup, ["dimp/good"], setup / "o", "--no-plots", "--protocol", "pytracking")
     assert main(argv) == 0
     # without visibility the absent frame of seqA is a perfect frame: AUC = 20/21
     data = json.loads((setup / "o" / "results.json").read_text())
