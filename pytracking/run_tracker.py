@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ltr.admin.checkpoint import CheckpointError
 from ltr.admin.paths import workspace_dir
+from ltr.dataset.base import DatasetError
 from pytracking.evaluation.runner import DATASET_NAMES, DatasetSpec, run_dataset
 from pytracking.evaluation.tracker_spec import TRACKERS, TrackerSpec, VisdomSpec, network_path
 from pytracking.parameter.dimp import NAMES as DIMP_PARAMS
@@ -64,15 +65,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spec = TrackerSpec(args.tracker, args.param, net, args.device, visdom, args.debug)
     results = Path(args.results) if args.results else workspace_dir() / "results"
-    report = run_dataset(
-        spec,
-        DatasetSpec(args.dataset, args.root),
-        results_root=results,
-        runid=args.runid,
-        sequences=args.sequence,
-        threads=args.threads,
-        progress=args.progress,
-    )
+    try:
+        report = run_dataset(
+            spec,
+            DatasetSpec(args.dataset, args.root),
+            results_root=results,
+            runid=args.runid,
+            sequences=args.sequence,
+            threads=args.threads,
+            progress=args.progress,
+        )
+    except (DatasetError, KeyError, ValueError) as err:  # dataset missing/misconfigured, unknown sequence
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(
         f"{report.folder}: {len(report.done)} tracked, {len(report.skipped)} already finished, "
         f"{len(report.failed)} failed"

@@ -86,3 +86,14 @@ def test_result_file_text_is_exact(tmp_path):
     assert result_folder("r", "dimp", "nce_plus", 7).as_posix() == "r/dimp/nce_plus_007"
     with pytest.raises(ValueError, match="boxes but"):
         write_sequence_results(tmp_path, "t", boxes, np.array([1.0]))
+
+
+def test_missing_dataset_and_unknown_sequence_are_clear_errors(tree, monkeypatch, capsys):
+    root, ckpt, results = tree
+    monkeypatch.delenv("OTB_DIR", raising=False)
+    monkeypatch.setenv("LTR_PATHS_FILE", str(root / "none.json"))
+    argv = ["dimp", "nce_plus_tiny", "--net", str(ckpt), "--results", str(results), "--no-progress"]
+    assert main([*argv, "--dataset", "otb"]) == 2
+    assert "OTB_DIR" in capsys.readouterr().err
+    assert main([*argv, "--dataset", "folder", "--root", str(root), "--sequence", "gamma"]) == 2
+    assert "gamma" in capsys.readouterr().err
