@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from ltr.models.target_classifier import apply_filter, score_cell_to_pixel
-from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
+from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, BoxContext, DiMPNet
 from pytracking.tracker.dimp.augment import augmented_samples, feature_dropout
 from pytracking.tracker.dimp.frames import crop_frame, frame_size_wh, prepare_frame
 from pytracking.tracker.dimp.localize import (
@@ -183,10 +183,10 @@ class DiMPTracker:
                 if p.refine:
                     test_feats = self.net.box_head.get_test_features([feats[n] for n in BOX_LAYERS])
                     # PrRoIPool multiplies (H, W) matrices per channel: standard layout, not channels_last
-                    test_feats = tuple(f.contiguous() for f in test_feats)
+                    context = BoxContext(self.modulation, tuple(f.contiguous() for f in test_feats))
 
-                    def score_fn(boxes: Tensor) -> Tensor:
-                        return self.net.box_head.score(self.modulation, test_feats, boxes)
+                    def score_fn(boxes: Tensor) -> Tensor:  # (1, S, 4) xywh crop px -> (1, S)
+                        return self.net.score_boxes(context, boxes[None])[0]
 
                     refined = refine_box(
                         score_fn,
