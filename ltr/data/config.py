@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ltr.data.labels import label_sigma_cells
 from ltr.data.transforms import IMAGENET_MEAN, IMAGENET_STD
 
 
@@ -94,7 +95,7 @@ class DataConfig:
     @property
     def label_sigma_cells(self) -> float:
         """Label std in feature cells: feature_size * output_sigma_factor / search_area_factor."""
-        return self.feature_size * self.output_sigma_factor / self.search_area_factor
+        return label_sigma_cells(self.feature_size, self.output_sigma_factor, self.search_area_factor)
 
     @property
     def min_visible_frames(self) -> int:
