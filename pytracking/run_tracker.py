@@ -64,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     spec = TrackerSpec(args.tracker, args.param, net, args.device, visdom, args.debug)
+    if visdom is not None:
+        from pytracking.visdom_view import VisdomView
+
+        try:  # fail before any work when the server is not there
+            VisdomView(visdom.server, visdom.port, visdom.env)
+        except ConnectionError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     results = Path(args.results) if args.results else workspace_dir() / "results"
     try:
         report = run_dataset(

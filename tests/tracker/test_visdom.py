@@ -28,10 +28,14 @@ def test_drawing_helpers():
     assert s.shape == (50, 50, 3) and s[0, 0].tolist() != s[-1, -1].tolist()
 
 
-def test_no_server_is_a_clear_error():
+def test_no_server_is_a_clear_error(tmp_path, capsys):
     port = _free_port()
     with pytest.raises(ConnectionError, match=f"python -m ltr.admin.visdom_server --port {port}"):
         VisdomView(port=port)
+    argv = ["dimp", "nce_plus_tiny", "--dataset", "folder", "--root", str(tmp_path), "--net"]
+    argv += [str(write_tiny_checkpoint(tmp_path / "t.pth.tar")), "--visdom", "--visdom-port", str(port)]
+    assert main(argv) == 2
+    assert "ltr.admin.visdom_server" in capsys.readouterr().err
 
 
 def test_tracking_run_posts_frame_score_map_and_state(tmp_path, capsys):
