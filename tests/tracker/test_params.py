@@ -20,8 +20,9 @@ def test_parameter_sets_load(name):
     assert p.train_setting in SETTINGS
     assert p.memory_size == 50 and p.learning_rate == 0.01 and p.init_samples_min_weight == 0.25
     assert p.augmentation.num_samples == 15
-    assert p.refine == (name != "nce_plus_norefine")
-    assert p.refine_mode == ("s1" if name == "nce_plus_s1" else "plain")
+    assert p.refine == (not name.endswith("norefine"))
+    assert p.refine_mode == ("s1" if name.endswith("_s1") else "plain")
+    assert p.target_not_found_threshold == (0.05 if "tiny" in name else 0.25)
 
 
 def test_unknown_parameter_set():

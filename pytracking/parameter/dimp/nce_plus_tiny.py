@@ -1,5 +1,12 @@
 """DiMP-NCE+ with the CPU-sized network of train setting dimp/nce_plus_tiny (128-pixel crops come from its
-config); the runtime values are the paper's."""
+config); the runtime values are the paper's except the target-not-found threshold.
+
+The tiny network, trained for 10 short epochs on the synthetic videos, scores its own target lower than the
+fully trained ResNet-50 network does (peaks of about 0.1-0.25 on the first frame instead of about 1), so
+with the paper's threshold 0.25 nearly every frame is "not found" and the tracker never moves. Measured on 4
+synthetic test sequences (checkerblob-1, stripespolygon-1, stripesellipse-1, spotsellipse-1) with a 10-epoch
+checkpoint: threshold 0.1 -> mean IoU 0.14, 0.05 -> 0.29 (0.17 without box refinement).
+"""
 
 from __future__ import annotations
 
@@ -7,4 +14,4 @@ from pytracking.tracker.dimp.params import DiMPParams
 
 
 def parameters() -> DiMPParams:
-    return DiMPParams(train_setting="nce_plus_tiny")
+    return DiMPParams(train_setting="nce_plus_tiny", target_not_found_threshold=0.05)
