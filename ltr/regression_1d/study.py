@@ -144,6 +144,7 @@ def run_cell(
         "best_run": first_run + evaluation.best,
         "sec_per_epoch": training.sec_per_epoch,
         "train_seconds": training.seconds,
+        "train_cpu_seconds": training.extra["cpu_seconds"],
         "eval_seconds": eval_seconds,
         "final_loss": training.losses[-1].tolist(),
         "torch_threads": torch.get_num_threads(),

@@ -49,7 +49,14 @@ def test_study_cli_writes_results_table_figures_and_reuses_cells(tmp_path, capsy
     table = (out / "table.md").read_text()
     assert "| D_KL paper | 0.062 | 0.068 |" in table
     assert "| | ML-IS | NCE |" in capsys.readouterr().out
-    for name in ("true_p_d1", "true_p_d2", "data_d1", "data_d2", "p_nce_d1_runs00-01", "p_ml_is_d2_runs00-01"):
+    for name in (
+        "true_p_d1",
+        "true_p_d2",
+        "data_d1",
+        "data_d2",
+        "p_nce_d1_runs00-01",
+        "p_ml_is_d2_runs00-01",
+    ):
         assert (out / "figures" / f"{name}.png").stat().st_size > 1000
     cell_file = out / "cells" / "nce_d1_runs00-01.json"
     stamp = cell_file.stat().st_mtime_ns
