@@ -13,9 +13,10 @@ Conventions of :class:`OpenCVTracker` (OpenCV trackers take and return integer p
 - Frames may be (H, W) grayscale, (H, W, 1), (H, W, 3) RGB or (H, W, 4) RGBA uint8; they are converted to
   (H, W, 3) BGR before OpenCV sees them.
 - The initial box is rounded by its corners (``x0 = floor(x + 0.5)``, ``x1 = floor(x + w + 0.5)``, same for
-  y) and clipped to the image. Sides shorter than ``MIN_SIZE`` (4) pixels or than 1/``MAX_ASPECT`` (1/16) of
-  the other side are lengthened about the centre of the clipped box, staying inside the image (a box wholly
-  outside the image becomes a 4 x 4 box at the nearest border). See :func:`pixel_rect`.
+  y) and clipped to the image. Sides shorter than ``MIN_SIZE`` (4; 6 for MIL) pixels or than 1/``MAX_ASPECT``
+  (1/16) of the other side are lengthened about the centre of the clipped box, staying inside the image (a
+  box wholly outside the image becomes a 4 x 4 box at the nearest border). See :func:`pixel_rect`. These
+  limits keep OpenCV from raising or hanging in ``init`` (see :data:`MIN_SIDE`).
 - When OpenCV reports the target lost (``ok == False``) or returns a non-finite or empty rectangle, the
   previous box is reported again (the initial box, as given, before the first success).
 - Every returned box is finite with w > 0 and h > 0.
@@ -35,9 +36,11 @@ BASELINES = ("static", "csrt", "kcf", "mil")
 BASELINE_PARAMS = ("default",)
 
 #: smallest side (pixels) and largest side ratio of the rectangle handed to OpenCV: CSRT (OpenCV 5.0) raises
-#: in ``init`` for 2-pixel sides at the right / bottom image border and for side ratios of about 40.
+#: in ``init`` for 2-pixel sides at the right / bottom image border and for side ratios of about 40, and
+#: MIL's ``init`` never returns for a 4 x 4 rectangle, so MIL gets at least 6 pixels (:data:`MIN_SIDE`).
 MIN_SIZE = 4
 MAX_ASPECT = 16.0
+MIN_SIDE = {"csrt": MIN_SIZE, "kcf": MIN_SIZE, "mil": 6}
 
 _OPENCV_FACTORIES: dict[str, Callable[[], Any]] = {
     "csrt": cv2.TrackerCSRT.create,
@@ -160,7 +163,7 @@ class OpenCVTracker:
         box = check_box(box_xywh)
         image = to_bgr(frame)
         height, width = image.shape[:2]
-        rect = pixel_rect(box, width, height)
+        rect = pixel_rect(box, width, height, min_size=MIN_SIDE[self.kind])
         tracker = _OPENCV_FACTORIES[self.kind]()
         result = tracker.init(image, rect)
         if result is False:  # OpenCV < 4.5.1 returned a flag; 4.5.1+ returns None and raises on failure
