@@ -49,7 +49,7 @@ def tracking_pipeline(workspace: Path, env: dict[str, str], *, quick: bool) -> N
         "--device",
         "cpu",
     ]
-    track += ["--results", str(results), "--workspace", str(workspace)]
+    track += ["--results", str(results)]
     _run("track the synthetic test set (energy-based refinement on)", track, env)
     _run(
         "track again with refinement off (the ablation)",
