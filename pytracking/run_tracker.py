@@ -19,15 +19,16 @@ from ltr.admin.checkpoint import CheckpointError
 from ltr.admin.paths import workspace_dir
 from ltr.dataset.base import DatasetError
 from pytracking.evaluation.runner import DATASET_NAMES, DatasetSpec, run_dataset
-from pytracking.evaluation.tracker_spec import TRACKERS, TrackerSpec, VisdomSpec, network_path
-from pytracking.parameter.dimp import NAMES as DIMP_PARAMS
+from pytracking.evaluation.tracker_spec import TRACKER_PARAMS, TRACKERS, TrackerSpec, VisdomSpec, network_path
 from pytracking.tracker.dimp.network import NoCheckpointError
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python pytracking/run_tracker.py", description=__doc__.split("\n")[0])
     p.add_argument("tracker", choices=TRACKERS)
-    p.add_argument("param", choices=DIMP_PARAMS)
+    p.add_argument(
+        "param", help="parameter set: " + "; ".join(f"{t}: {', '.join(q)}" for t, q in TRACKER_PARAMS.items())
+    )
     p.add_argument("--dataset", required=True, choices=sorted(DATASET_NAMES))
     p.add_argument("--root", default=None, help="dataset root (default: the dataset's environment variable)")
     p.add_argument("--sequence", nargs="+", default=None, metavar="NAME", help="only these sequences")
@@ -55,15 +56,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.visdom
         else None
     )
-    spec = TrackerSpec(args.tracker, args.param, args.net, args.device, visdom, args.debug)
     try:
-        net = network_path(spec)
-        if not Path(net).is_file():
-            raise CheckpointError(f"{net}: no such checkpoint file (--net)")
-    except (NoCheckpointError, CheckpointError) as err:
+        spec = TrackerSpec(args.tracker, args.param, args.net, args.device, visdom, args.debug)
+        if spec.needs_network:
+            net = network_path(spec)
+            if not Path(net).is_file():
+                raise CheckpointError(f"{net}: no such checkpoint file (--net)")
+            spec = TrackerSpec(args.tracker, args.param, net, args.device, visdom, args.debug)
+    except (NoCheckpointError, CheckpointError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    spec = TrackerSpec(args.tracker, args.param, net, args.device, visdom, args.debug)
     if visdom is not None:
         from pytracking.visdom_view import VisdomView
 

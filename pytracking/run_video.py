@@ -19,8 +19,13 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from pytracking.evaluation.tracker_spec import TRACKERS, TrackerSpec, build_tracker, network_path
-from pytracking.parameter.dimp import NAMES as DIMP_PARAMS
+from pytracking.evaluation.tracker_spec import (
+    TRACKER_PARAMS,
+    TRACKERS,
+    TrackerSpec,
+    build_tracker,
+    network_path,
+)
 from pytracking.visdom_view import draw_boxes
 
 
@@ -115,7 +120,7 @@ def track_video(spec: TrackerSpec, source: str, init: np.ndarray | None, save: P
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python pytracking/run_video.py", description=__doc__.split("\n")[0])
     p.add_argument("tracker", choices=TRACKERS)
-    p.add_argument("param", choices=DIMP_PARAMS)
+    p.add_argument("param", help="; ".join(f"{t}: {', '.join(q)}" for t, q in TRACKER_PARAMS.items()))
     p.add_argument("source", help="video file or camera index (0, 1, ...)")
     p.add_argument("--init", type=parse_box, default=None, help="initial box x,y,w,h (pixels)")
     p.add_argument("--save", type=Path, default=None, help="write the video with the box to this file")
@@ -124,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         spec = TrackerSpec(args.tracker, args.param, args.net, args.device)
-        spec = TrackerSpec(args.tracker, args.param, network_path(spec), args.device)
+        if spec.needs_network:
+            spec = TrackerSpec(args.tracker, args.param, network_path(spec), args.device)
         boxes = track_video(spec, args.source, args.init, args.save)
     except (VideoError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -8,10 +8,14 @@ from typing import Any
 
 import torch
 
+from pytracking.parameter.dimp import NAMES as DIMP_PARAMS
 from pytracking.parameter.dimp import get_parameters
+from pytracking.tracker.baselines import BASELINE_PARAMS, BASELINES, make_baseline
 from pytracking.tracker.dimp import DiMPTracker, LoadedNet, default_checkpoint, load_network
 
-TRACKERS = ("dimp",)
+#: tracker name -> its parameter sets (``dimp`` and the classical baselines of ``pytracking.tracker.baselines``)
+TRACKER_PARAMS: dict[str, tuple[str, ...]] = {"dimp": DIMP_PARAMS, **{b: BASELINE_PARAMS for b in BASELINES}}
+TRACKERS = tuple(TRACKER_PARAMS)
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,15 @@ class TrackerSpec:
     def __post_init__(self) -> None:
         if self.name not in TRACKERS:
             raise ValueError(f"unknown tracker {self.name!r}; choose one of {list(TRACKERS)}")
+        if self.param not in TRACKER_PARAMS[self.name]:
+            raise ValueError(
+                f"tracker {self.name!r} has no parameter set {self.param!r}; "
+                f"choose one of {list(TRACKER_PARAMS[self.name])}"
+            )
+
+    @property
+    def needs_network(self) -> bool:
+        return self.name == "dimp"
 
 
 def resolve_device(device: str) -> torch.device:
@@ -58,8 +71,10 @@ def network_path(spec: TrackerSpec) -> str:
     return str(default_checkpoint(get_parameters(spec.param).train_setting))
 
 
-def build_tracker(spec: TrackerSpec, **tracker_kwargs: Any) -> DiMPTracker:
-    """A fresh tracker for ``spec``; the network is loaded once per process and shared."""
+def build_tracker(spec: TrackerSpec, **tracker_kwargs: Any) -> Any:
+    """A fresh tracker for ``spec``; a DiMP network is loaded once per process and shared."""
+    if not spec.needs_network:
+        return make_baseline(spec.name, spec.param)
     params = get_parameters(spec.param)
     device = resolve_device(spec.device)
     path = network_path(spec)

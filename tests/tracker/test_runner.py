@@ -97,3 +97,13 @@ def test_missing_dataset_and_unknown_sequence_are_clear_errors(tree, monkeypatch
     assert "OTB_DIR" in capsys.readouterr().err
     assert main([*argv, "--dataset", "folder", "--root", str(root), "--sequence", "gamma"]) == 2
     assert "gamma" in capsys.readouterr().err
+
+
+def test_baseline_trackers_run_through_the_same_runner(tree, capsys):
+    root, _, results = tree
+    argv = ["static", "default", "--dataset", "folder", "--root", str(root), "--sequence", "alpha", "beta"]
+    assert main([*argv, "--results", str(results), "--no-progress"]) == 0
+    alpha = read_result_file(results / "static" / "default" / "alpha.txt")
+    assert alpha.tolist() == [[3.0, 2.0, 6.0, 5.0]] * 6  # the static baseline repeats the initial box
+    assert main(["dimp", "default", "--dataset", "folder", "--root", str(root), "--no-progress"]) == 2
+    assert "no parameter set 'default'" in capsys.readouterr().err
