@@ -51,9 +51,14 @@ class BoxScorer:
         self.groups = []
         for lv in sorted(set(level.tolist())):
             idx = (level == lv).nonzero().squeeze(1)
-            # pool only the images that have boxes on this level; local: each box's image among them
+            # Pool only the images with boxes on this level, ordered by ascending box count. (Besides saving
+            # work, this keeps prroi_pool's padded path correct: it takes the roi layout as dense when the
+            # slots are the identity, which with this order happens only if all counts are equal.)
             images, local = torch.unique(image_index[idx], sorted=True, return_inverse=True)
-            self.groups.append((lv, idx, images, local))
+            order = torch.argsort(torch.bincount(local, minlength=len(images)), stable=True)
+            position = torch.empty_like(order)
+            position[order] = torch.arange(len(order), device=order.device)
+            self.groups.append((lv, idx, images[order], position[local]))
 
     def boxes(self, rel: Tensor) -> Tensor:
         """(N, S, 4) rel -> (N, S, 4) xywh network-input pixels."""
