@@ -175,8 +175,12 @@ def _layout(batch_index: Tensor, boxes: Tensor, num_images: int, height: int, wi
     col_start, row_start = min(max(col_start, 0), width - 1), min(max(row_start, 0), height - 1)
     cols = (col_start, min(max(col_end + 1, col_start + 1), width))
     rows = (row_start, min(max(row_end + 1, row_start + 1), height))
-    is_sorted, is_dense = not summary[num_images + 1], not summary[num_images + 2]
-    return _Layout(order, summary[:num_images], slots, is_sorted, is_dense, rows, cols)
+    counts = summary[:num_images]
+    # Dense = every slot of the (B, max count) grid holds its own roi in input order; slots equal to their
+    # positions are not enough when the last images have fewer rois (e.g. counts [4, 3]).
+    is_sorted = not summary[num_images + 1]
+    is_dense = not summary[num_images + 2] and num_rois == num_images * max(counts)
+    return _Layout(order, counts, slots, is_sorted, is_dense, rows, cols)
 
 
 def _pool_padded(features: Tensor, weights_x: Tensor, weights_y: Tensor, layout: _Layout) -> Tensor:

@@ -319,3 +319,32 @@ def test_bad_inputs_raise_with_names() -> None:
     assert PrRoIPool(2, np.float32(0.125)).spatial_scale == 0.125
     with pytest.raises(TypeError, match="features"):
         prroi_pool(features.long(), good, 2, 1.0)
+
+
+def test_sorted_rois_with_fewer_in_the_last_image_take_the_padded_grid_correctly():
+    """Counts [4, 3] sorted by image: slots equal positions but the grid has 8 rows (was a reshape error)."""
+    torch.manual_seed(0)
+    features = torch.randn(2, 4, 16, 16, dtype=torch.float64)
+    boxes = torch.tensor(
+        [
+            [51, 86, 84, 113],
+            [24, 30, 54, 39],
+            [25, 0, 40, 33],
+            [88, 99, 113, 104],
+            [30, 84, 53, 107],
+            [74, 40, 83, 45],
+            [9, 32, 41, 61],
+        ],
+        dtype=torch.float64,
+    )
+    index = torch.tensor([0, 0, 0, 0, 1, 1, 1], dtype=torch.float64)
+    rois = torch.cat([index[:, None], boxes], dim=1)
+    pooled = prroi_pool(features, rois, 3, 1 / 8)
+    for i in range(7):
+        single = prroi_pool(
+            features[int(index[i]) : int(index[i]) + 1],
+            torch.cat([rois[i : i + 1, :1] * 0, boxes[i : i + 1]], 1),
+            3,
+            1 / 8,
+        )
+        assert torch.allclose(pooled[i], single[0], atol=1e-12)
