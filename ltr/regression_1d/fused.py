@@ -308,7 +308,34 @@ extern "C" void ltr_fused_backward(int64_t R, int64_t N, int64_t S, const float*
 """
 
 
-_FLAGS = ["-O3", "-march=native", "-ffast-math", "-fopenmp-simd", "-fPIC", "-shared", "-std=c++17"]
+# Not -ffast-math: with it GCC links crtfastmath.o into the shared object, and loading the library then sets
+# flush-to-zero / denormals-are-zero for the whole process (torch and numpy included; hypothesis caught it:
+# the smallest subnormal became 0). The flags below allow the same vectorised reductions without touching the
+# floating-point environment.
+_FLAGS = [
+    "-O3",
+    "-march=native",
+    "-fno-math-errno",
+    "-fno-trapping-math",
+    "-fno-signed-zeros",
+    "-fassociative-math",
+    "-freciprocal-math",
+    "-fopenmp-simd",
+    "-fPIC",
+    "-shared",
+    "-std=c++17",
+]
+
+
+def _cpu_key() -> str:
+    """The CPU's feature flags: -march=native code must not be loaded on a different CPU sharing the cache."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line
+    except OSError:
+        pass
+    return platform.processor()
 
 
 def _cache_dir() -> Path:
@@ -319,7 +346,9 @@ def _cache_dir() -> Path:
 @functools.cache
 def _library() -> ctypes.CDLL:
     """Compile (once per source/flags/machine) and load the kernel library."""
-    key = hashlib.sha256((_SOURCE + " ".join(_FLAGS) + platform.machine()).encode()).hexdigest()[:16]
+    key = hashlib.sha256((_SOURCE + " ".join(_FLAGS) + platform.machine() + _cpu_key()).encode()).hexdigest()[
+        :16
+    ]
     lib_path = _cache_dir() / f"toy1d_fused_{key}.so"
     if not lib_path.is_file():
         compiler = shutil.which(os.environ.get("CXX", "c++"))
