@@ -15,7 +15,7 @@ from pathlib import Path
 from ltr.admin.config import ConfigError
 from ltr.admin.paths import workspace_dir
 
-STUDIES = ("regression_1d",)
+STUDIES = ("regression_1d", "detection")
 DEFAULT_METHODS = ("ml_is", "ml_mcmc_1", "ml_mcmc_16", "kld_is", "nce", "sm", "dsm", "nce_plus")
 FAST_METHODS = ("ml_is", "kld_is", "nce", "nce_plus")
 SWEEP_METHODS = ("ml_is", "kld_is", "nce", "nce_plus")
@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["detection"]:  # the detection study has its own options (ltr/detection/study.py)
+        from ltr.detection.study import main as detection_main
+
+        return detection_main(argv[1:])
     args = build_parser().parse_args(argv)
     from ltr.regression_1d.study import StudySpec, run_study, run_sweep
     from ltr.train_settings.regression_1d import SETTINGS
