@@ -10,19 +10,12 @@ import torch
 
 from ltr.admin.checkpoint import FORMAT, VERSION, load_checkpoint, run_dir, save_checkpoint
 from ltr.admin.config import from_dict, save_json, to_dict
+from ltr.admin.device import resolve_device
 from ltr.detection.coco_eval import markdown_table, write_report
 from ltr.detection.config import DetectionConfig
 from ltr.detection.pipeline import build_head, build_setup, evaluate_split, preflight, train_head
 
 HEAD_FILE = "head.pth"
-
-
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("--device cuda requested but torch sees no CUDA device")
-    return torch.device(device)
 
 
 def best_steps(metrics: dict[str, dict[str, float]], pairs: list[tuple[float, float]]) -> tuple[float, float]:

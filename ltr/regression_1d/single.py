@@ -23,6 +23,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from ltr.admin.config import ConfigError, from_dict, save_json, to_dict
+from ltr.admin.device import resolve_device
 from ltr.admin.io import atomic_write
 from ltr.models.toy1d import Toy1DNet
 from ltr.regression_1d.config import Regression1DConfig
@@ -147,14 +148,6 @@ def load_checkpoint(path: Path, config: Regression1DConfig, device: torch.device
     return state
 
 
-def _resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device=cuda requested but no CUDA device is available")
-    return torch.device(device)
-
-
 def run_dir(workspace: Path, setting: str, config: Regression1DConfig) -> Path:
     return Path(workspace) / setting / f"dataset{config.dataset}_seed{config.seed}"
 
@@ -171,7 +164,7 @@ def run_single(
     """run_training's entry: train, evaluate D_KL, write the run folder; returns the results dict."""
     from ltr.regression_1d.report import save_density_figure
 
-    dev = _resolve_device(device)
+    dev = resolve_device(device)
     if dev.type == "cpu":
         # Intra-op threads only add synchronisation to ops this small (and stall badly on a busy machine).
         torch.set_num_threads(1)

@@ -29,6 +29,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from ltr.admin import device as device_lib
 from ltr.admin import distributed
 from ltr.admin.checkpoint import (
     FORMAT,
@@ -71,20 +72,9 @@ class Hook:
 
 
 def resolve_device(name: str | torch.device, info: distributed.DistInfo | None = None) -> torch.device:
-    """``auto`` -> CUDA if available else CPU; ``cuda`` in a distributed run -> ``cuda:<LOCAL_RANK>``."""
+    """:func:`ltr.admin.device.resolve_device` with this process's local rank in a distributed run."""
     info = info or distributed.current()
-    if isinstance(name, torch.device):
-        return name
-    if name not in ("auto", "cpu", "cuda") and not name.startswith("cuda:"):
-        raise ValueError(f"device must be auto, cpu or cuda, got {name!r}")
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise ValueError("device=cuda was asked for but CUDA is not available (use --device cpu or auto)")
-        if name == "cuda":
-            return torch.device("cuda", info.local_rank if info.distributed else torch.cuda.current_device())
-    return torch.device(name)
+    return device_lib.resolve_device(name, local_rank=info.local_rank if info.distributed else None)
 
 
 def move_to_device(batch: Any, device: torch.device) -> Any:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
+from ltr.admin.device import resolve_device
 from pytracking.parameter.dimp import NAMES as DIMP_PARAMS
 from pytracking.parameter.dimp import get_parameters
 from pytracking.tracker.baselines import BASELINE_PARAMS, BASELINES, make_baseline
@@ -49,16 +48,6 @@ class TrackerSpec:
     @property
     def needs_network(self) -> bool:
         return self.name == "dimp"
-
-
-def resolve_device(device: str) -> torch.device:
-    """``auto`` -> cuda if available else cpu; ``cuda`` without a GPU is an error."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
-    return dev
 
 
 _NET_CACHE: dict[tuple[str, str], LoadedNet] = {}
