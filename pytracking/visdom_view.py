@@ -57,7 +57,9 @@ class VisdomView:
         self.env = env
         hint = f"no visdom server at {server}:{port}; start one with `python -m ltr.admin.visdom_server --port {port}`"
         try:
-            self.vis = visdom.Visdom(server=server, port=port, env=env, raise_exceptions=True)
+            self.vis = visdom.Visdom(
+                server=server, port=port, env=env, raise_exceptions=True, use_incoming_socket=False
+            )  # no incoming events are used; the socket only printed errors on close
         except ConnectionError as err:
             raise ConnectionError(f"{hint} ({err})") from err
         if not self.vis.check_connection(timeout_seconds=5):
