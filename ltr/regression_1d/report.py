@@ -66,7 +66,8 @@ def table_markdown(
         "| s/epoch paper (GPU) | " + " | ".join(_fmt(paper.SEC_PER_EPOCH_GPU.get(s), 2) for s in cols) + " |"
     )
     n_runs = sorted({len(results[s][d]["dkl"]) for s in cols for d in results[s]})
-    note = f"\nD_KL: mean of the {BEST_K} smallest of {'/'.join(map(str, n_runs))} runs per dataset"
+    best = "the" if max(n_runs, default=0) <= BEST_K else f"the {BEST_K} smallest of"
+    note = f"\nD_KL: mean of {best} {'/'.join(map(str, n_runs))} runs per dataset"
     if epochs is not None:
         note += f", {epochs} epochs"
     return "\n".join(rows) + note + ".\n"
