@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ltr.ebm import Candidates
+from ltr.ebm import DSM, Candidates
+from ltr.ebm.densities import GaussianMixture
 from ltr.models.toy1d import Toy1DEnsemble
 from ltr.regression_1d.config import Regression1DConfig
 from ltr.regression_1d.data import generate, generator
@@ -63,10 +64,12 @@ def ensemble_loss(
         shared_samples: one set of offsets per member and batch (sampling methods only).
         runs: restrict to a slice of the members (x, y then hold only those rows).
         fused: evaluate the per-candidate layers with :mod:`ltr.regression_1d.fused` (CPU; first derivatives
-            only, so not for ``sm``/``dsm``).
+            only), or for ``dsm`` the whole loss with :mod:`ltr.regression_1d.fused_dsm`; not for ``sm``.
     """
     r, b, _ = x.shape
     feat = ens.x_features(x, runs=runs)
+    if fused and isinstance(method, DSM):
+        return _fused_dsm_loss(ens, method, feat, y, generator=generator, runs=runs)
 
     if fused:
         from ltr.regression_1d.fused import fused_score
@@ -89,6 +92,31 @@ def ensemble_loss(
     else:
         result = method(score_fn, labels, generator=generator, reduction="none")
     return result.loss.view(r, b).mean(1)
+
+
+def _fused_dsm_loss(
+    ens: Toy1DEnsemble,
+    method: DSM,
+    feat: Tensor,
+    y: Tensor,
+    *,
+    generator: torch.Generator | None,
+    runs: slice | None,
+) -> Tensor:
+    """Per-member mean DSM loss (R,) with the fused DSM kernel; feat (R, B, 10), y (R, B, 1).
+
+    The noise is drawn as :class:`ltr.ebm.DSM` draws it (same call on the same generator, so both paths see
+    the same samples); the loss is ``ltr.ebm.losses.dsm_loss`` of the y-gradient, computed in the kernel.
+    """
+    from ltr.regression_1d.fused_dsm import fused_dsm_loss
+
+    r, b, _ = y.shape
+    labels = y.reshape(r * b, 1)
+    noisy = GaussianMixture([method.sigma]).sample(
+        labels, method.num_samples, shared=method.shared_samples, generator=generator
+    )
+    loss = fused_dsm_loss(ens, feat, noisy.view(r, b, -1, 1), y, method.sigma, runs=runs)
+    return loss.mean(1)
 
 
 @dataclass
@@ -132,8 +160,8 @@ def train_ensemble(
         models_per_chunk: members per forward/backward pass; only changes speed and memory. None = all
             of them with the fused kernel or on a GPU, one at a time for the plain PyTorch path on a CPU
             (measured fastest there: bigger tensors fall out of the caches).
-        fused: use the fused CPU kernel (:mod:`ltr.regression_1d.fused`) for the per-candidate layers; None =
-            whenever it applies (CPU, a first-derivative method, the kernel builds).
+        fused: use the fused CPU kernels (:mod:`ltr.regression_1d.fused`, and :mod:`ltr.regression_1d.fused_dsm`
+            for DSM); None = whenever one applies (CPU, a method in :data:`FUSED_METHODS`, the kernel builds).
         epoch_callback: called with (epoch, (R,) mean losses) after every epoch.
         progress: show a tqdm bar over epochs.
     """
@@ -191,12 +219,18 @@ def train_ensemble(
 
 
 FIRST_ORDER_METHODS = ("ml_is", "kld_is", "nce", "nce_plus", "ml_mcmc")
+#: Methods with a fused CPU kernel: the first-order ones (:mod:`.fused`) and DSM (:mod:`.fused_dsm`).
+FUSED_METHODS = (*FIRST_ORDER_METHODS, "dsm")
 
 
 def use_fused(method: str, device: torch.device | str) -> bool:
-    """Whether the fused kernel applies: CPU, a method needing only first derivatives, and it builds here."""
-    if torch.device(device).type != "cpu" or method not in FIRST_ORDER_METHODS:
+    """Whether a fused kernel applies: CPU, a method that has one (:data:`FUSED_METHODS`), and it builds here."""
+    if torch.device(device).type != "cpu" or method not in FUSED_METHODS:
         return False
+    if method == "dsm":
+        from ltr.regression_1d import fused_dsm
+
+        return fused_dsm.available()
     from ltr.regression_1d import fused
 
     return fused.available()

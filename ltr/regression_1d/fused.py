@@ -32,7 +32,9 @@ from torch import Tensor
 
 from ltr.models.toy1d import HIDDEN, Toy1DEnsemble
 
-_SOURCE = r"""
+#: Shared C++ prelude of the 1D kernels: the layer width H, the lane block B, tanh, the parameter block
+#: of one member and the zero-padded block load.
+PRELUDE = r"""
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -66,10 +68,6 @@ struct Params {
   float w1[H], b1[H], wy[H][H], w2[H][H], b2[H], w3[H][H], b3[H], w4[H], b4;
 };
 
-struct Acts {
-  float h0[H][B], h1[H][B], t2[H][B], h2[H][B], t3[H][B], h3[H][B];
-};
-
 Params load(const float* w1, const float* b1, const float* wy, const float* w2, const float* b2,
             const float* w3, const float* b3, const float* w4, const float* b4, int64_t r) {
   Params p;
@@ -85,6 +83,23 @@ Params load(const float* w1, const float* b1, const float* wy, const float* w2, 
   p.b4 = b4[r];
   return p;
 }
+
+// In-block copy of S candidates starting at s0 (zero-padded).
+inline int load_block(const float* src, int64_t s0, int64_t S, float* dst) {
+  int cnt = (int)std::min<int64_t>(B, S - s0);
+  for (int l = 0; l < B; ++l) dst[l] = l < cnt ? src[s0 + l] : 0.f;
+  return cnt;
+}
+}  // namespace
+"""
+
+_SOURCE = (
+    PRELUDE
+    + r"""
+namespace {
+struct Acts {
+  float h0[H][B], h1[H][B], t2[H][B], h2[H][B], t3[H][B], h3[H][B];
+};
 
 inline void forward_block(const Params& p, const float* feat, const float* y, Acts& a, float* f) {
   for (int j = 0; j < H; ++j) {
@@ -138,12 +153,6 @@ inline void forward_block(const Params& p, const float* feat, const float* y, Ac
   }
 }
 
-// In-block copy of S candidates starting at s0 (zero-padded).
-inline int load_block(const float* src, int64_t s0, int64_t S, float* dst) {
-  int cnt = (int)std::min<int64_t>(B, S - s0);
-  for (int l = 0; l < B; ++l) dst[l] = l < cnt ? src[s0 + l] : 0.f;
-  return cnt;
-}
 }  // namespace
 
 extern "C" void ltr_fused_forward(int64_t R, int64_t N, int64_t S, const float* pf, const float* py,
@@ -306,6 +315,7 @@ extern "C" void ltr_fused_backward(int64_t R, int64_t N, int64_t S, const float*
   }
 }
 """
+)
 
 
 # Not -ffast-math: with it GCC links crtfastmath.o into the shared object, and loading the library then sets
@@ -344,30 +354,39 @@ def _cache_dir() -> Path:
 
 
 @functools.cache
-def _library() -> ctypes.CDLL:
-    """Compile (once per source/flags/machine) and load the kernel library."""
-    key = hashlib.sha256((_SOURCE + " ".join(_FLAGS) + platform.machine() + _cpu_key()).encode()).hexdigest()[
+def compile_library(stem: str, source: str) -> ctypes.CDLL:
+    """Compile ``source`` (once per source/flags/machine, cached on disk as ``<stem>_<hash>.so``) and load it.
+
+    Raises RuntimeError with the compiler's message if no compiler is found or the build fails.
+    """
+    key = hashlib.sha256((source + " ".join(_FLAGS) + platform.machine() + _cpu_key()).encode()).hexdigest()[
         :16
     ]
-    lib_path = _cache_dir() / f"toy1d_fused_{key}.so"
+    lib_path = _cache_dir() / f"{stem}_{key}.so"
     if not lib_path.is_file():
         compiler = shutil.which(os.environ.get("CXX", "c++"))
         if compiler is None:
-            raise RuntimeError("no C++ compiler found (set CXX) to build the fused 1D kernel")
+            raise RuntimeError(f"no C++ compiler found (set CXX) to build the 1D kernel {stem}")
         lib_path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=lib_path.parent) as tmp:
-            src = Path(tmp) / "toy1d_fused.cpp"
-            src.write_text(_SOURCE)
+            src = Path(tmp) / f"{stem}.cpp"
+            src.write_text(source)
             out = Path(tmp) / lib_path.name
             proc = subprocess.run(
                 [compiler, *_FLAGS, str(src), "-o", str(out)], capture_output=True, text=True
             )
             if proc.returncode != 0:
                 raise RuntimeError(
-                    f"building the fused 1D kernel failed ({compiler}):\n{proc.stderr[-2000:]}"
+                    f"building the 1D kernel {stem} failed ({compiler}):\n{proc.stderr[-2000:]}"
                 )
             os.replace(out, lib_path)
-    lib = ctypes.CDLL(str(lib_path))
+    return ctypes.CDLL(str(lib_path))
+
+
+@functools.cache
+def _library() -> ctypes.CDLL:
+    """The first-derivative kernel library, with its entry points' signatures set."""
+    lib = compile_library("toy1d_fused", _SOURCE)
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.ltr_fused_forward.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr]
     lib.ltr_fused_forward.restype = None
@@ -391,21 +410,21 @@ def build() -> None:
     _library()
 
 
-def _ptr_array(tensors) -> ctypes.Array:
+def ptr_array(tensors) -> ctypes.Array:
     return (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
 
 
-def _check(t: Tensor, name: str) -> None:
+def check_input(t: Tensor, name: str) -> None:
     if t.device.type != "cpu" or t.dtype != torch.float32 or not t.is_contiguous():
         raise ValueError(f"{name} must be a contiguous float32 CPU tensor, got {t.dtype} on {t.device}")
 
 
 def _forward(feat: Tensor, y: Tensor, params: tuple[Tensor, ...]) -> Tensor:
     for i, t in enumerate((feat, y, *params)):
-        _check(t, f"fused kernel input {i}")
+        check_input(t, f"fused kernel input {i}")
     r, n, s = y.shape
     out = torch.empty(r, n, s)
-    _library().ltr_fused_forward(r, n, s, feat.data_ptr(), y.data_ptr(), _ptr_array(params), out.data_ptr())
+    _library().ltr_fused_forward(r, n, s, feat.data_ptr(), y.data_ptr(), ptr_array(params), out.data_ptr())
     return out
 
 
@@ -420,11 +439,11 @@ def _backward(feat, y, params, grad, need_grad_y: bool):
         s,
         feat.data_ptr(),
         y.data_ptr(),
-        _ptr_array(params),
+        ptr_array(params),
         grad.data_ptr(),
         g_feat.data_ptr(),
         g_y.data_ptr() if g_y is not None else None,
-        _ptr_array(g_params),
+        ptr_array(g_params),
     )
     return g_feat, g_y, g_params
 
@@ -444,17 +463,14 @@ class _FusedScore(torch.autograd.Function):
         return (g_feat, g_y, *g_params)
 
 
-def fused_score(ens: Toy1DEnsemble, feat: Tensor, y: Tensor, *, runs: slice | None = None) -> Tensor:
-    """Same as ``ens.score_from_features(feat, y, runs=runs)`` via the fused kernel (CPU, float32).
+def kernel_params(ens: Toy1DEnsemble, runs: slice | None = None) -> tuple[Tensor, ...]:
+    """The 9 per-candidate parameter tensors in the kernels' order and layout (contiguous, differentiable).
 
-    Args:
-        feat: (R, N, 10) from ``ens.x_features``.
-        y: (R, N, S, 1) candidates.
-    Returns:
-        (R, N, S) scores, differentiable once w.r.t. feat, y and the ensemble's parameters.
+    (R, 10) fc1_y weight and bias, (R, 10, 10) y half of the concat weight, (R, 10, 10) / (R, 10) fc2_xy and
+    fc3_xy weight / bias, (R, 10) fc4_xy weight, (R,) fc4_xy bias; R is the length of ``runs`` if given.
     """
     p = ens._param
-    r, n, s, _ = y.shape
+    r = p("fc1_y_w", runs).shape[0]
     params = (
         p("fc1_y_w", runs).reshape(r, HIDDEN),
         p("fc1_y_b", runs).reshape(r, HIDDEN),
@@ -466,5 +482,18 @@ def fused_score(ens: Toy1DEnsemble, feat: Tensor, y: Tensor, *, runs: slice | No
         p("fc4_xy_w", runs).reshape(r, HIDDEN),
         p("fc4_xy_b", runs).reshape(r),
     )
-    params = tuple(t.contiguous() for t in params)
+    return tuple(t.contiguous() for t in params)
+
+
+def fused_score(ens: Toy1DEnsemble, feat: Tensor, y: Tensor, *, runs: slice | None = None) -> Tensor:
+    """Same as ``ens.score_from_features(feat, y, runs=runs)`` via the fused kernel (CPU, float32).
+
+    Args:
+        feat: (R, N, 10) from ``ens.x_features``.
+        y: (R, N, S, 1) candidates.
+    Returns:
+        (R, N, S) scores, differentiable once w.r.t. feat, y and the ensemble's parameters.
+    """
+    r, n, s, _ = y.shape
+    params = kernel_params(ens, runs)
     return _FusedScore.apply(feat.contiguous(), y.reshape(r, n, s).contiguous(), *params)
