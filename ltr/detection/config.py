@@ -32,6 +32,13 @@ class DetectionConfig:
     # data and detector
     data: Literal["coco", "synthetic"] = "coco"
     detector: Literal["resnet50_fpn", "tiny"] = "resnet50_fpn"
+    # resnet50_fpn only. detector_weights: "coco_v1" (the paper's detector, from the local torch hub cache,
+    # required by default) or "random", an explicit opt-in that builds the same architecture with random
+    # weights and no weights file, to exercise the COCO code path without the weights (its AP is meaningless).
+    detector_weights: Literal["coco_v1", "random"] = "coco_v1"
+    detector_min_size: int = 800  # torchvision's resize of the shorter/longer image side (its defaults)
+    detector_max_size: int = 1333
+    detector_score_thresh: float = 0.05  # raw detections below this class score are dropped before NMS
     train_split: str = "train"
     val_split: str = "val"
     test_split: str = "val"

@@ -136,12 +136,30 @@ def check_pretrained_weights() -> Path:
     return path
 
 
-def build_resnet50_detector() -> nn.Module:
-    """torchvision's FPN Faster R-CNN with COCO_V1 weights from the local cache (see check_pretrained_weights)."""
+def build_resnet50_detector(
+    weights: str = "coco_v1", *, min_size: int = 800, max_size: int = 1333
+) -> nn.Module:
+    """torchvision's FPN Faster R-CNN ResNet50 (91 COCO labels = COCO category ids).
+
+    Args:
+        weights: ``"coco_v1"``: ``FasterRCNN_ResNet50_FPN_Weights.COCO_V1`` from the local cache (see
+            :func:`check_pretrained_weights`; never downloaded). ``"random"``: the same architecture with
+            random weights and no ImageNet backbone (``weights=None, weights_backbone=None``), an explicit
+            opt-in that needs no file; only for exercising the code path.
+        min_size, max_size: torchvision's resize of the image's shorter / longer side (defaults 800, 1333).
+    """
     from torchvision.models.detection import FasterRCNN_ResNet50_FPN_Weights, fasterrcnn_resnet50_fpn
 
+    if weights == "random":
+        return fasterrcnn_resnet50_fpn(
+            weights=None, weights_backbone=None, num_classes=91, min_size=min_size, max_size=max_size
+        )
+    if weights != "coco_v1":
+        raise ValueError(f"detector weights must be 'coco_v1' or 'random', got {weights!r}")
     check_pretrained_weights()
-    return fasterrcnn_resnet50_fpn(weights=FasterRCNN_ResNet50_FPN_Weights.COCO_V1, progress=False)
+    return fasterrcnn_resnet50_fpn(
+        weights=FasterRCNN_ResNet50_FPN_Weights.COCO_V1, progress=False, min_size=min_size, max_size=max_size
+    )
 
 
 class FrozenDetector(nn.Module):

@@ -1,7 +1,7 @@
 """Set up data and the frozen detector, train the energy head, evaluate detector vs refined boxes.
 
 Preflight (before anything is built): a COCO setting without ``COCO_DIR`` and the COCO detector without its
-cached weights stop at once with errors that name what to set and point to the ``*_tiny`` settings.
+cached weights (unless ``detector_weights=random`` is asked for explicitly) stop at once with errors that name what to set and point to the ``*_tiny`` settings.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def preflight(cfg: DetectionConfig) -> Path | None:
                 f"{err}. This is a paper setting on COCO 2017; for the embedded synthetic default run a "
                 "*_tiny setting, e.g. `python ltr/run_training.py detection nce_plus_tiny`"
             ) from err
-    if cfg.detector == "resnet50_fpn":
+    if cfg.detector == "resnet50_fpn" and cfg.detector_weights != "random":
         check_pretrained_weights()
     return root
 
@@ -81,9 +81,16 @@ def build_setup(cfg: DetectionConfig, workspace: Path, device: torch.device, log
             cache, train, cfg.synthetic, iters=cfg.detector_iters, lr=cfg.detector_lr, seed=cfg.seed
         )
         mapping = {i + 1: c for i, c in enumerate(train.category_ids)}
-        detector = FrozenDetector(net, TINY_LEVELS, mapping)
+        detector = FrozenDetector(net, TINY_LEVELS, mapping, score_thresh=cfg.detector_score_thresh)
     else:
-        detector = FrozenDetector(build_resnet50_detector(), RESNET50_LEVELS, None)
+        if cfg.detector_weights == "random":
+            log(
+                "detector_weights=random: ResNet50-FPN Faster R-CNN with RANDOM weights (code-path check only)"
+            )
+        net = build_resnet50_detector(
+            cfg.detector_weights, min_size=cfg.detector_min_size, max_size=cfg.detector_max_size
+        )
+        detector = FrozenDetector(net, RESNET50_LEVELS, None, score_thresh=cfg.detector_score_thresh)
     assert root is not None
     return Setup(root=root, detector=detector.to(device))
 
