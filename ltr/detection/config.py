@@ -46,6 +46,9 @@ class DetectionConfig:
     synthetic: SyntheticDetectionConfig = field(default_factory=SyntheticDetectionConfig)
     detector_iters: int = 600  # tiny detector only: SGD iterations on the synthetic train split
     detector_lr: float = 0.02
+    detector_seed: int = (
+        -1
+    )  # tiny detector only: its training seed; -1 = ``seed`` (head and detector together)
     # head
     pool_size: int = 7
     hidden: int = 1024

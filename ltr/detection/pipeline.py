@@ -78,7 +78,12 @@ def build_setup(cfg: DetectionConfig, workspace: Path, device: torch.device, log
         root = ensure_synthetic(cache, cfg.synthetic)
         train = CocoImages(root, cfg.train_split)
         net = load_or_train_tiny_detector(
-            cache, train, cfg.synthetic, iters=cfg.detector_iters, lr=cfg.detector_lr, seed=cfg.seed
+            cache,
+            train,
+            cfg.synthetic,
+            iters=cfg.detector_iters,
+            lr=cfg.detector_lr,
+            seed=cfg.seed if cfg.detector_seed < 0 else cfg.detector_seed,
         )
         mapping = {i + 1: c for i, c in enumerate(train.category_ids)}
         detector = FrozenDetector(net, TINY_LEVELS, mapping, score_thresh=cfg.detector_score_thresh)
