@@ -46,9 +46,11 @@ class DetectionConfig:
     synthetic: SyntheticDetectionConfig = field(default_factory=SyntheticDetectionConfig)
     detector_iters: int = 600  # tiny detector only: SGD iterations on the synthetic train split
     detector_lr: float = 0.02
-    detector_seed: int = (
-        -1
-    )  # tiny detector only: its training seed; -1 = ``seed`` (head and detector together)
+    # tiny detector only: its training seed (-1: ``seed``, so head and detector change together), and
+    # detector_clean_labels: train it on the exact annotations even with synthetic.annotation_noise > 0 (the
+    # clean set's detector; the noise then reaches only the energy head's training labels)
+    detector_seed: int = -1
+    detector_clean_labels: bool = False
     # head
     pool_size: int = 7
     hidden: int = 1024

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -77,10 +77,15 @@ def build_setup(cfg: DetectionConfig, workspace: Path, device: torch.device, log
         cache = Path(workspace) / "detection"
         root = ensure_synthetic(cache, cfg.synthetic)
         train = CocoImages(root, cfg.train_split)
+        det_data, det_train = cfg.synthetic, train
+        if cfg.detector_clean_labels and cfg.synthetic.annotation_noise > 0:
+            # the same images with exact annotations (the noise has its own random stream)
+            det_data = replace(cfg.synthetic, annotation_noise=0.0)
+            det_train = CocoImages(ensure_synthetic(cache, det_data), cfg.train_split)
         net = load_or_train_tiny_detector(
             cache,
-            train,
-            cfg.synthetic,
+            det_train,
+            det_data,
             iters=cfg.detector_iters,
             lr=cfg.detector_lr,
             seed=cfg.seed if cfg.detector_seed < 0 else cfg.detector_seed,

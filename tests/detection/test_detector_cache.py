@@ -1,4 +1,4 @@
-"""The tiny detector's cache key: ``detector_seed`` lets head seeds vary on one shared detector."""
+"""The tiny detector's cache key: ``detector_seed`` and ``detector_clean_labels`` share one detector."""
 
 import pytest
 import torch
@@ -42,3 +42,12 @@ def test_detector_seed_decouples_the_detector_from_the_head_seed(tmp_path):
     assert len(_detectors(tmp_path)) == 2
     c = other.detector.state_dict()
     assert not all(torch.equal(a[k], c[k]) for k in a)
+    # noisy train labels with detector_clean_labels: the clean set's detector, no new one is trained
+    noisy = ["synthetic.annotation_noise=0.05", "detector_clean_labels=true"]
+    setup = build_setup(apply_overrides(base, noisy), tmp_path, cpu, quiet)
+    assert len(_detectors(tmp_path)) == 2 and setup.root.name != first.root.name
+    d = setup.detector.state_dict()
+    assert all(torch.equal(a[k], d[k]) for k in a)
+    # without it the detector is trained on the noisy labels: a third one
+    build_setup(apply_overrides(base, noisy[:1]), tmp_path, cpu, quiet)
+    assert len(_detectors(tmp_path)) == 3
