@@ -43,3 +43,15 @@ def test_annotation_noise_only_on_train(tmp_path):
         b = json.loads(write_split(tmp_path / "noisy", split, noisy).read_text())["annotations"]
         same = [x["bbox"] == y["bbox"] for x, y in zip(a, b, strict=True)]
         assert all(same) == (split == "val")
+
+
+def test_cli_writes_a_coco_layout_the_reader_and_the_writer_agree_on(tmp_path):
+    from ltr.detection.data import CocoImages
+    from ltr.detection.synthetic import main
+
+    args = ["--num-train", "2", "--num-val", "1", "--num-test", "1", "--image-size", "64", "--seed", "4"]
+    root = main([str(tmp_path / "coco"), *args])
+    assert [len(CocoImages(root, s)) for s in ("train", "val", "test")] == [2, 1, 1]
+    same = write_split(tmp_path / "ref", "val", SyntheticDetectionConfig(1, 1, 1, image_size=64, seed=4))
+    assert (root / "annotations" / "instances_val2017.json").read_text() == same.read_text()
+    assert CocoImages(root, "train").image(1).shape == (3, 64, 64)
