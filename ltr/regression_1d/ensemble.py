@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ltr.ebm import DSM, Candidates
+from ltr.ebm import DSM, SM, Candidates
 from ltr.ebm.densities import GaussianMixture
 from ltr.models.toy1d import Toy1DEnsemble
 from ltr.regression_1d.config import Regression1DConfig
@@ -64,12 +64,17 @@ def ensemble_loss(
         shared_samples: one set of offsets per member and batch (sampling methods only).
         runs: restrict to a slice of the members (x, y then hold only those rows).
         fused: evaluate the per-candidate layers with :mod:`ltr.regression_1d.fused` (CPU; first derivatives
-            only), or for ``dsm`` the whole loss with :mod:`ltr.regression_1d.fused_dsm`; not for ``sm``.
+            only), or for ``dsm`` / ``sm`` the whole loss with :mod:`ltr.regression_1d.fused_dsm` /
+            :mod:`ltr.regression_1d.fused_sm`.
     """
     r, b, _ = x.shape
     feat = ens.x_features(x, runs=runs)
     if fused and isinstance(method, DSM):
         return _fused_dsm_loss(ens, method, feat, y, generator=generator, runs=runs)
+    if fused and isinstance(method, SM):
+        from ltr.regression_1d.fused_sm import fused_sm_loss
+
+        return fused_sm_loss(ens, feat, y, runs=runs).mean(1)
 
     if fused:
         from ltr.regression_1d.fused import fused_score
@@ -105,8 +110,9 @@ def _fused_dsm_loss(
 ) -> Tensor:
     """Per-member mean DSM loss (R,) with the fused DSM kernel; feat (R, B, 10), y (R, B, 1).
 
-    The noise is drawn as :class:`ltr.ebm.DSM` draws it (same call on the same generator, so both paths see
-    the same samples); the loss is ``ltr.ebm.losses.dsm_loss`` of the y-gradient, computed in the kernel.
+    The noise is drawn as :class:`ltr.ebm.DSM` draws it (the same call, so for the same members and generator
+    state both paths see the same samples); the loss is ``ltr.ebm.losses.dsm_loss`` of the y-gradient,
+    computed in the kernel.
     """
     from ltr.regression_1d.fused_dsm import fused_dsm_loss
 
@@ -160,8 +166,9 @@ def train_ensemble(
         models_per_chunk: members per forward/backward pass; only changes speed and memory. None = all
             of them with the fused kernel or on a GPU, one at a time for the plain PyTorch path on a CPU
             (measured fastest there: bigger tensors fall out of the caches).
-        fused: use the fused CPU kernels (:mod:`ltr.regression_1d.fused`, and :mod:`ltr.regression_1d.fused_dsm`
-            for DSM); None = whenever one applies (CPU, a method in :data:`FUSED_METHODS`, the kernel builds).
+        fused: use the fused CPU kernels (:mod:`ltr.regression_1d.fused`; :mod:`ltr.regression_1d.fused_dsm`
+            and :mod:`ltr.regression_1d.fused_sm` for DSM and SM); None = whenever one applies (CPU, a method
+            in :data:`FUSED_METHODS`, the kernel builds).
         epoch_callback: called with (epoch, (R,) mean losses) after every epoch.
         progress: show a tqdm bar over epochs.
     """
@@ -219,18 +226,23 @@ def train_ensemble(
 
 
 FIRST_ORDER_METHODS = ("ml_is", "kld_is", "nce", "nce_plus", "ml_mcmc")
-#: Methods with a fused CPU kernel: the first-order ones (:mod:`.fused`) and DSM (:mod:`.fused_dsm`).
-FUSED_METHODS = (*FIRST_ORDER_METHODS, "dsm")
+#: Methods with a fused CPU kernel: the first-order ones (:mod:`.fused`), DSM (:mod:`.fused_dsm`) and SM
+#: (:mod:`.fused_sm`).
+FUSED_METHODS = (*FIRST_ORDER_METHODS, "dsm", "sm")
 
 
 def use_fused(method: str, device: torch.device | str) -> bool:
-    """Whether a fused kernel applies: CPU, a method that has one (:data:`FUSED_METHODS`), and it builds here."""
+    """Whether a fused kernel applies: CPU, a method that has one (:data:`FUSED_METHODS`), it builds here."""
     if torch.device(device).type != "cpu" or method not in FUSED_METHODS:
         return False
     if method == "dsm":
         from ltr.regression_1d import fused_dsm
 
         return fused_dsm.available()
+    if method == "sm":
+        from ltr.regression_1d import fused_sm
+
+        return fused_sm.available()
     from ltr.regression_1d import fused
 
     return fused.available()

@@ -7,7 +7,9 @@ of 16 candidates' activations in registers/L1 and runs the whole y branch + conc
 output layer, and their backward pass, per block. It computes exactly the function of
 :meth:`ltr.models.toy1d.Toy1DEnsemble.score_from_features` (same parameters, float32), differentiable once
 (w.r.t. the x features, the candidates and every parameter) -- enough for ML-IS, KLD-IS, NCE, NCE+ and
-ML-MCMC; DSM and SM need second derivatives and use the plain PyTorch path.
+ML-MCMC. DSM and SM need second (third) derivatives: :mod:`ltr.regression_1d.fused_dsm` and
+:mod:`ltr.regression_1d.fused_sm` compute their whole losses and gradients in kernels of their own, built
+from the same C++ prelude with :func:`compile_library`.
 
 Backward recomputes the forward activations instead of storing them (nothing but the inputs is saved).
 The kernel is plain C++ (no PyTorch headers, so it compiles in about a second): it is built on first use with

@@ -308,18 +308,32 @@ class _FusedDSM(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):  # grad: (R, N)
         g_feat, g_params = ctx.saved_tensors
-        grad_feat = g_feat * grad.unsqueeze(-1)
-        flat = torch.bmm(grad.unsqueeze(1), g_params).squeeze(1)  # (R, P)
-        sizes = [shape[1:].numel() for shape in ctx.param_shapes]
-        grads = [
-            part.reshape(shape)
-            for part, shape in zip(flat.split(sizes, dim=1), ctx.param_shapes, strict=True)
-        ]
+        grad_feat, grads = weighted_grads(grad, g_feat, g_params, ctx.param_shapes)
         return (grad_feat, None, None, *grads)
 
 
+def weighted_grads(
+    grad: Tensor, g_feat: Tensor, g_params: Tensor, param_shapes: list[torch.Size]
+) -> tuple[Tensor, list[Tensor]]:
+    """Backward of a per-example loss from the per-example gradients its forward saved.
+
+    Args:
+        grad: (R, N) incoming gradient of the per-example losses.
+        g_feat: (R, N, 10) each example's loss gradient w.r.t. its x features.
+        g_params: (R, N, P) each example's loss gradient w.r.t. its member's parameters (kernel order).
+        param_shapes: the shapes of the kernel parameters, each (R, ...), together P numbers per member.
+    Returns:
+        (R, N, 10) gradient w.r.t. the features and one gradient per parameter, sum_n grad[r, n] * g[r, n].
+    """
+    grad_feat = g_feat * grad.unsqueeze(-1)
+    flat = torch.bmm(grad.unsqueeze(1), g_params).squeeze(1)  # (R, P)
+    sizes = [shape[1:].numel() for shape in param_shapes]
+    parts = flat.split(sizes, dim=1)
+    return grad_feat, [part.reshape(shape) for part, shape in zip(parts, param_shapes, strict=True)]
+
+
 def dsm_offsets(noisy: Tensor, labels: Tensor, sigma: float | Tensor) -> Tensor:
-    """(y~ - y_i) / sigma^2, computed as ``ltr.ebm.losses.dsm_loss`` does: noisy (..., M, 1), labels (..., 1)."""
+    """(y~ - y_i) / sigma^2 as ``ltr.ebm.losses.dsm_loss`` computes it: noisy (..., M, 1), labels (..., 1)."""
     sigma_t = torch.as_tensor(sigma, dtype=noisy.dtype, device=noisy.device)
     return (noisy - labels.unsqueeze(-2)) / sigma_t**2
 

@@ -1,4 +1,4 @@
-"""The fused DSM kernel equals DSM through PyTorch's double backward (float64 reference), and trains the same."""
+"""The fused DSM kernel equals DSM through PyTorch's double backward (float64 reference and the trainer's path)."""
 
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""Loading the fused 1D kernel must leave the process's floating-point environment alone."""
+"""Loading the fused 1D kernels must leave the process's floating-point environment alone."""
 
 import subprocess
 import sys
@@ -9,10 +9,10 @@ from ltr.regression_1d import fused
 
 CHECK = """
 import numpy as np, torch
-from ltr.regression_1d import fused
-fused._library()
+from ltr.regression_1d import fused, fused_dsm, fused_sm
+fused._library(); fused_dsm._library(); fused_sm._library()
 tiny = np.float64(5e-324)          # the smallest float64 subnormal
-assert tiny > 0 and tiny * 2 > 0, "subnormals flushed to zero after loading the kernel"
+assert tiny > 0 and tiny * 2 > 0, "subnormals flushed to zero after loading the kernels"
 assert torch.tensor(1e-310, dtype=torch.float64).item() > 0
 print("ok")
 """
