@@ -52,6 +52,43 @@ def make_video(num_frames: int, width: int = 640, height: int = 480, seed: int =
     return frames, np.array([200.0, 150.0, 60.0, 60.0])
 
 
+class Measure:
+    """Times a tracker parameter set on one video: (init s, ms/frame, {stage: ms/frame})."""
+
+    def __init__(
+        self, net, geometry, frames, init, warmup: int, num_frames: int, device: torch.device
+    ) -> None:
+        self.net, self.geometry, self.frames, self.init = net, geometry, frames, init
+        self.warmup, self.num_frames, self.device = warmup, num_frames, device
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def __call__(self, params) -> tuple[float, float, dict[str, float]]:
+        timer = StageTimer(self.device)
+        tracker = DiMPTracker(self.net, self.geometry, params, timer=timer)
+        frames = self.frames
+        # warm-up initialisation (first-call allocations), then the timed one
+        tracker.initialize(frames[0], self.init)
+        self._sync()
+        start = time.perf_counter()
+        tracker.initialize(frames[0], self.init)
+        self._sync()
+        init_s = time.perf_counter() - start
+        for f in frames[1 : 1 + self.warmup]:
+            tracker.track(f)
+        timer.reset()
+        self._sync()
+        start = time.perf_counter()
+        for f in frames[1 + self.warmup :]:
+            tracker.track(f)
+        self._sync()
+        frame_ms = (time.perf_counter() - start) / self.num_frames * 1000
+        stage_ms = {s: timer.totals.get(s, 0.0) / self.num_frames * 1000 for s in STAGES}
+        return init_s, frame_ms, stage_ms
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--param", default="nce_plus", choices=NAMES)
@@ -61,6 +98,11 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-channels-last", dest="channels_last", action="store_false")
+    ap.add_argument(
+        "--compare-full-maps",
+        action="store_true",
+        help="also time refine_window=None (box-head features on the whole maps) in this process",
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -79,30 +121,13 @@ def main() -> None:
         data = {"crop_size": 288, "search_area_factor": 5.0, "crop_mode": "replicate"}
     loaded = random_network(params.train_setting, device, **data)
     geo = loaded.geometry
-    timer = StageTimer(device)
-    tracker = DiMPTracker(loaded.net, geo, params, timer=timer)
     frames, init = make_video(args.warmup + args.frames + 1)
-
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    # warm-up initialisation (first-call allocations), then the timed one
-    tracker.initialize(frames[0], init)
-    sync()
-    start = time.perf_counter()
-    tracker.initialize(frames[0], init)
-    sync()
-    init_s = time.perf_counter() - start
-    for f in frames[1 : 1 + args.warmup]:
-        tracker.track(f)
-    timer.reset()
-    sync()
-    start = time.perf_counter()
-    for f in frames[1 + args.warmup :]:
-        tracker.track(f)
-    sync()
-    frame_ms = (time.perf_counter() - start) / args.frames * 1000
+    run = Measure(loaded.net, geo, frames, init, args.warmup, args.frames, device)
+    baseline = None
+    if args.compare_full_maps and params.refine and params.refine_window is not None:
+        # in-process baseline: box-head features on the whole maps, as the reference trackers compute them
+        baseline = run(dataclasses.replace(params, refine_window=None))
+    init_s, frame_ms, stage_ms = run(params)
     fps = 1000 / frame_ms
 
     ref_key = "dimp50" if args.geometry == "dimp50" else ("superdimp" if geo.crop_size == 352 else None)
@@ -117,13 +142,20 @@ def main() -> None:
     )
     print(f"init: {init_s:.3f} s   frames: {args.frames}   {frame_ms:.1f} ms/frame   {fps:.2f} FPS")
     print("stage          ms/frame  share")
-    stage_ms = {s: timer.totals.get(s, 0.0) / args.frames * 1000 for s in STAGES}
     for s in STAGES:
         print(f"  {s:<12} {stage_ms[s]:8.1f}  {stage_ms[s] / frame_ms:6.1%}")
     other = frame_ms - sum(stage_ms.values())
     print(f"  {'(rest)':<12} {other:8.1f}  {other / frame_ms:6.1%}")
     non_backbone = 1 - stage_ms["backbone"] / frame_ms
     print(f"non-backbone share of the frame time: {non_backbone:.1%} (target < 30%)")
+    if baseline is not None:
+        b_init, b_frame, b_stage = baseline
+        print(
+            f"against the same tracker with box-head features on the whole maps (refine_window=None), "
+            f"this process: {b_frame:.1f} ms/frame, refinement {b_stage['refinement']:.1f} ms; "
+            f"ratio > 1 = the window is faster: frame {b_frame / frame_ms:.2f}x, "
+            f"refinement {b_stage['refinement'] / max(stage_ms['refinement'], 1e-9):.2f}x"
+        )
     if ref_key is None:
         print("no reference figures for this geometry (the reference numbers are for 352 px and 288 px)")
         return

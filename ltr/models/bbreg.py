@@ -23,15 +23,29 @@ independent.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 
 from ltr.ops.boxes import xywh_to_xyxy
-from ltr.ops.prroi_pool import prroi_pool
+from ltr.ops.prroi_pool import prroi_pool, prroi_pool_image
 
 Pair = tuple[Tensor, Tensor]
+
+
+class WindowFeatures(NamedTuple):
+    """Test features of a window of the maps (see :meth:`EnergyBoxHead.get_test_features_window`).
+
+    feats: ((N, M2, h2, w2), (N, M3, h3, w3)); origin: (ox, oy) image pixels of the window's first cell;
+    valid_xyxy: (x1, y1, x2, y2) image pixels, the region where boxes score exactly (infinite at map borders).
+    """
+
+    feats: Pair
+    origin: tuple[int, int]
+    valid_xyxy: tuple[float, float, float, float]
 
 
 def _conv_bn_relu(cin: int, cout: int, *, kernel_size: int = 3, padding: int = 1) -> nn.Sequential:
@@ -59,6 +73,18 @@ def _rois(boxes_xywh: Tensor) -> Tensor:
     n, s = boxes_xywh.shape[:2]
     index = torch.arange(n, device=boxes_xywh.device, dtype=boxes_xywh.dtype).repeat_interleave(s)
     return torch.cat([index[:, None], xywh_to_xyxy(boxes_xywh.reshape(n * s, 4))], dim=1)
+
+
+def _halo(block: nn.Module) -> int:
+    """Cells of context a stack of stride-1 'same' convolutions reads beyond each output cell."""
+    halo = 0
+    for m in block.modules():
+        if isinstance(m, nn.Conv2d):
+            k, pad = m.kernel_size, m.padding
+            if m.stride != (1, 1) or m.dilation != (1, 1) or pad != (k[0] // 2, k[1] // 2) or k[0] != k[1]:
+                raise ValueError(f"windowed test features need stride-1 'same' square convolutions, got {m}")
+            halo += k[0] // 2
+    return halo
 
 
 def _check_pair(feats: Sequence[Tensor], name: str) -> Pair:
@@ -144,6 +170,67 @@ class EnergyBoxHead(nn.Module):
         f2, f3 = _check_pair(test_feats, "test_feats")
         return self.test_conv2(f2), self.test_conv3(f3)
 
+    def get_test_features_window(
+        self, test_feats: Sequence[Tensor], window_xyxy: Sequence[float]
+    ) -> WindowFeatures:
+        """Test features computed only where boxes inside ``window_xyxy`` can read them.
+
+        Args:
+            test_feats: (layer2, layer3) backbone features (N, C, H, W).
+            window_xyxy: (x1, y1, x2, y2) image pixels (host numbers): the region the boxes will stay in.
+
+        Returns:
+            :class:`WindowFeatures`: ((N, M2, h2, w2), (N, M3, h3, w3)) test features of a window of the
+            maps, the window's origin ``(ox, oy)`` in image pixels, and ``valid_xyxy``: a box ``b`` (xywh)
+            inside ``valid_xyxy`` (which contains ``window_xyxy``; infinite on sides where the window reaches
+            the map's border) scores on these features, shifted to ``b - (ox, oy, 0, 0)``, exactly as on the
+            full maps of :meth:`get_test_features`.
+
+        The origin is a multiple of every stride, so one pixel shift serves both levels. Each level's window
+        is the cells a box inside ``window_xyxy`` weighs on (PrRoIPool: cells floor(x1/s) .. ceil(x2/s)); its
+        convolutions run on that window plus a halo of their receptive field (cut at the map), and the halo is
+        trimmed, so the kept cells are computed from the same inputs, with the same zero padding at the map's
+        border, as on the full map.
+        """
+        f2, f3 = _check_pair(test_feats, "test_feats")
+        x1, y1, x2, y2 = (float(v) for v in window_xyxy)
+        if not all(map(math.isfinite, (x1, y1, x2, y2))) or x2 < x1 or y2 < y1:
+            raise ValueError(
+                f"window_xyxy must be finite (x1, y1, x2, y2) with x2 >= x1, y2 >= y1; got {window_xyxy}"
+            )
+        align = math.lcm(*self.strides)
+        # the origin must be a cell of every level's map: at most the last sample's pixel on each
+        last_x = min((f.shape[-1] - 1) * s for f, s in zip((f2, f3), self.strides, strict=True))
+        last_y = min((f.shape[-2] - 1) * s for f, s in zip((f2, f3), self.strides, strict=True))
+        ox = math.floor(min(max(x1, 0.0), last_x) / align) * align
+        oy = math.floor(min(max(y1, 0.0), last_y) / align) * align
+        out = []
+        right = bottom = math.inf
+        for feat, conv, stride in zip(
+            (f2, f3), (self.test_conv2, self.test_conv3), self.strides, strict=True
+        ):
+            height, width = feat.shape[-2:]
+            halo = _halo(conv)
+            r0, c0 = oy // stride, ox // stride
+            r1 = min(max(math.ceil(y2 / stride) + 1, r0 + 1), height)  # exclusive ends
+            c1 = min(max(math.ceil(x2 / stride) + 1, c0 + 1), width)
+            a, b = max(r0 - halo, 0), max(c0 - halo, 0)
+            part = conv(feat[:, :, a : min(r1 + halo, height), b : min(c1 + halo, width)])
+            out.append(part[:, :, r0 - a : r1 - a, c0 - b : c1 - b])
+            # a box edge at x reads cells up to ceil(x / stride): exact while that cell was computed
+            if c1 < width:
+                right = min(right, float((c1 - 1) * stride))
+            if r1 < height:
+                bottom = min(bottom, float((r1 - 1) * stride))
+        valid = (float(ox) if ox > 0 else -math.inf, float(oy) if oy > 0 else -math.inf, right, bottom)
+        return WindowFeatures((out[0], out[1]), (ox, oy), valid)
+
+    @staticmethod
+    def modulate(modulation: Pair, test_feats: Pair) -> Pair:
+        """Test features ((N, M2, H2, W2), (N, M3, H3, W3)) times the modulation vectors ((N, M2), (N, M3)),
+        channel-wise: the per-frame part of :meth:`score`, for callers that score the same frame many times."""
+        return tuple(t * m[:, :, None, None] for t, m in zip(test_feats, modulation, strict=True))  # type: ignore[return-value]
+
     def score(self, modulation: Pair, test_feats: Pair, boxes_xywh: Tensor) -> Tensor:
         """f for S boxes per image.
 
@@ -162,10 +249,32 @@ class EnergyBoxHead(nn.Module):
             raise ValueError(f"boxes_xywh must be ({n}, S, 4) xywh, got {tuple(boxes_xywh.shape)}")
         if m2.shape[0] != n or m3.shape[0] != n or t3.shape[0] != n:
             raise ValueError("modulation and test features must have the same batch size N")
+        return self.score_modulated(self.modulate(modulation, test_feats), boxes_xywh)
+
+    def score_modulated(self, modulated: Pair, boxes_xywh: Tensor) -> Tensor:
+        """f for S boxes per image on features from :meth:`modulate`.
+
+        Args:
+            modulated: ((N, M2, H2, W2), (N, M3, H3, W3)) modulated test features.
+            boxes_xywh: (N, S, 4) candidate boxes, xywh image pixels relative to the maps' origin (may require
+                grad).
+
+        Returns:
+            (N, S) scores.
+        """
+        t2, t3 = modulated
+        n = t2.shape[0]
+        if boxes_xywh.dim() != 3 or boxes_xywh.shape[0] != n or boxes_xywh.shape[-1] != 4:
+            raise ValueError(f"boxes_xywh must be ({n}, S, 4) xywh, got {tuple(boxes_xywh.shape)}")
         s = boxes_xywh.shape[1]
-        rois = _rois(boxes_xywh.to(t2.dtype))
-        p2 = prroi_pool(t2 * m2[:, :, None, None], rois, 5, 1.0 / self.strides[0])
-        p3 = prroi_pool(t3 * m3[:, :, None, None], rois, 3, 1.0 / self.strides[1])
+        if n == 1:  # one image (the tracker): no host synchronisation
+            xyxy = xywh_to_xyxy(boxes_xywh[0].to(t2.dtype))
+            p2 = prroi_pool_image(t2, xyxy, 5, 1.0 / self.strides[0])
+            p3 = prroi_pool_image(t3, xyxy, 3, 1.0 / self.strides[1])
+        else:
+            rois = _rois(boxes_xywh.to(t2.dtype))
+            p2 = prroi_pool(t2, rois, 5, 1.0 / self.strides[0])
+            p3 = prroi_pool(t3, rois, 3, 1.0 / self.strides[1])
         hidden = torch.cat([self.box_fc2(p2), self.box_fc3(p3)], dim=1)
         return self.predictor(hidden).reshape(n, s)
 

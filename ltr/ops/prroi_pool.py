@@ -34,7 +34,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-__all__ = ["PrRoIPool", "prroi_pool"]
+__all__ = ["PrRoIPool", "prroi_pool", "prroi_pool_image"]
 
 # Use the padded all-images path while B * max(rois per image) <= _MAX_PADDING * N. Measured on CPU (1 thread,
 # 8 images, 128 rois): with even spreads the two paths cost the same; with random image indices (44% padding)
@@ -299,6 +299,63 @@ def prroi_pool(
     else:
         pooled = _pool_per_image(features, weights_x, weights_y, layout)
     return pooled.permute(0, 2, 3, 1).contiguous()  # (N, out_w, C, out_h) -> (N, C, out_h, out_w)
+
+
+def prroi_pool_image(
+    features: Tensor,
+    boxes: Tensor,
+    output_size: int | tuple[int, int],
+    spatial_scale: float,
+) -> Tensor:
+    """:func:`prroi_pool` for boxes in a single image, with no host synchronisation.
+
+    :func:`prroi_pool` reads the rois' image indices and extent on the host (to group them and to cut the
+    map to the part they touch); this variant does neither, so a caller that scores boxes many times per
+    frame (the tracker's refinement) never waits for the device. It contracts the whole map, so keep the map
+    small (a window around the boxes) on a CPU.
+
+    Args:
+        features: (1, C, H, W) float tensor.
+        boxes: (N, 4) xyxy image pixels (same conventions as :func:`prroi_pool`).
+        output_size: ``out`` or ``(out_h, out_w)`` bins per box.
+        spatial_scale: feature-grid units per image pixel.
+
+    Returns:
+        (N, C, out_h, out_w), differentiable w.r.t. ``features`` and ``boxes``; equal to
+        ``prroi_pool(features, cat([zeros(N, 1), boxes], 1), output_size, spatial_scale)``.
+    """
+    if not isinstance(features, Tensor) or features.dim() != 4 or features.shape[0] != 1:
+        raise ValueError(
+            "prroi_pool_image: features must be a (1, C, H, W) tensor, got "
+            f"{tuple(features.shape) if isinstance(features, Tensor) else type(features).__name__}"
+        )
+    if not isinstance(boxes, Tensor) or boxes.dim() != 2 or boxes.shape[1] != 4:
+        raise ValueError(
+            "prroi_pool_image: boxes must be a (N, 4) xyxy tensor, got "
+            f"{tuple(boxes.shape) if isinstance(boxes, Tensor) else type(boxes).__name__}"
+        )
+    _check_scale(spatial_scale)
+    out_h, out_w = _pair(output_size)
+    _, channels, height, width = features.shape
+    num_rois = boxes.shape[0]
+    compute_dtype = torch.float32 if features.device.type == "mps" else torch.float64
+    grid_boxes = boxes.to(compute_dtype) * spatial_scale
+    x1, y1, x2, y2 = grid_boxes.unbind(dim=1)
+    starts = torch.stack([x1, y1])
+    lengths = torch.stack([x2 - x1, y2 - y1]).clamp(min=0)
+    if out_w == out_h:
+        weights = _bin_weights(starts.view(-1), lengths.view(-1), out_w, max(width, height))
+        weights_x, weights_y = weights[:num_rois, :, :width], weights[num_rois:, :, :height]
+    else:
+        weights_x = _bin_weights(starts[0], lengths[0], out_w, width)
+        weights_y = _bin_weights(starts[1], lengths[1], out_h, height)
+    weights_x, weights_y = weights_x.to(features.dtype), weights_y.to(features.dtype)
+    # (N * out_w, W) @ (W, C * H), then rows per roi: (N, out_w * C, H) @ (N, H, out_h)
+    cols = torch.matmul(
+        weights_x.reshape(num_rois * out_w, width), features.reshape(channels * height, width).t()
+    )
+    bins = torch.matmul(cols.view(num_rois, out_w * channels, height), weights_y.transpose(1, 2))
+    return bins.view(num_rois, out_w, channels, out_h).permute(0, 2, 3, 1).contiguous()
 
 
 class PrRoIPool(nn.Module):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+import pytest
 import torch
 
 from ltr.models.bbreg import EnergyBoxHead
@@ -58,3 +61,82 @@ def test_train_mode_gradients_reach_every_parameter():
     for name, p in head.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all(), name
         assert p.grad.abs().sum() > 0, name
+
+
+def _double_head(seed=1):
+    torch.manual_seed(seed)
+    head = EnergyBoxHead(
+        in_channels=(12, 20), ref_channels=(8, 16), mod_channels=(16, 24), linear_channels=(16, 8)
+    )
+    head = head.double().eval()
+    test = (torch.randn(1, 12, 44, 44, dtype=torch.float64), torch.randn(1, 20, 22, 22, dtype=torch.float64))
+    ref_box = torch.tensor([[100.0, 120.0, 60.0, 50.0]], dtype=torch.float64)
+    return head, head.get_modulation(test, ref_box), test
+
+
+def _boxes_in(region, count, generator):
+    """(1, count, 4) xywh boxes with all edges inside the finite region (x1, y1, x2, y2)."""
+    x1, y1, x2, y2 = region
+    u = torch.rand(count, 4, generator=generator, dtype=torch.float64)
+    xs = torch.sort(x1 + (x2 - x1) * u[:, [0, 2]], dim=1).values
+    ys = torch.sort(y1 + (y2 - y1) * u[:, [1, 3]], dim=1).values
+    return torch.stack([xs[:, 0], ys[:, 0], xs[:, 1] - xs[:, 0], ys[:, 1] - ys[:, 0]], dim=1)[None]
+
+
+@pytest.mark.parametrize(
+    "window",
+    [
+        (90.0, 100.0, 170.0, 180.0),  # interior: every side clipped
+        (0.0, 0.0, 50.0, 60.0),  # top-left corner of the map
+        (300.0, 290.0, 351.0, 351.0),  # bottom-right corner
+        (-20.0, -30.0, 400.0, 400.0),  # larger than the map: the whole maps
+        (333.0, 10.0, 345.0, 30.0),  # thin, at the right border
+    ],
+)
+def test_windowed_test_features_score_exactly_as_the_full_maps(window):
+    head, mod, test = _double_head()
+    full = head.modulate(mod, head.get_test_features(test))
+    part = head.get_test_features_window(test, window)
+    assert part.origin[0] % 16 == 0 and part.origin[1] % 16 == 0
+    lo, hi = part.valid_xyxy[:2], part.valid_xyxy[2:]
+    assert lo[0] <= max(window[0], 0) and lo[1] <= max(window[1], 0)
+    assert hi[0] >= min(window[2], 351) and hi[1] >= min(window[3], 351)
+    # the valid region where it is finite, else 20 px beyond the map (boxes may leave the map there)
+    region = [v if math.isfinite(v) else (-20.0 if i < 2 else 372.0) for i, v in enumerate(part.valid_xyxy)]
+    boxes = _boxes_in(region, 64, torch.Generator().manual_seed(0))
+    shift = torch.tensor([*part.origin, 0.0, 0.0], dtype=torch.float64)
+    expected = head.score_modulated(full, boxes)
+    got = head.score_modulated(head.modulate(mod, part.feats), boxes - shift)
+    torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-10)
+    if window[2] - window[0] < 200:  # a real window computes less
+        assert part.feats[0].shape[-1] * part.feats[0].shape[-2] < 44 * 44 / 2
+
+
+def test_windowed_features_differ_beyond_the_valid_region():
+    """The check above can fail: a box reaching past a clipped side scores differently."""
+    head, mod, test = _double_head()
+    full = head.modulate(mod, head.get_test_features(test))
+    part = head.get_test_features_window(test, (90.0, 100.0, 170.0, 180.0))
+    box = torch.tensor([[[120.0, 120.0, part.valid_xyxy[2] - 120.0 + 30.0, 40.0]]], dtype=torch.float64)
+    shift = torch.tensor([*part.origin, 0.0, 0.0], dtype=torch.float64)
+    a = head.score_modulated(full, box)
+    b = head.score_modulated(head.modulate(mod, part.feats), box - shift)
+    assert (a - b).abs().item() > 1e-6
+
+
+def test_single_image_scoring_matches_the_batched_path():
+    head, ref, test, ref_boxes, boxes = _head_and_feats()
+    head.eval()
+    mod, feats = head.get_modulation(ref, ref_boxes), head.get_test_features(test)
+    batched = head.score(mod, feats, boxes)  # N = 3: prroi_pool with rois
+    for i in range(3):
+        single = head.score(
+            tuple(m[i : i + 1] for m in mod), tuple(f[i : i + 1] for f in feats), boxes[i : i + 1]
+        )
+        torch.testing.assert_close(single, batched[i : i + 1], rtol=1e-5, atol=1e-6)
+
+
+def test_bad_window_is_a_clear_error():
+    head, _, test = _double_head()
+    with pytest.raises(ValueError, match="window_xyxy"):
+        head.get_test_features_window(test, (10.0, 10.0, 5.0, 20.0))

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from pytracking.tracker.dimp import DiMPParams, DiMPTracker, random_network
 from pytracking.tracker.dimp.localize import NOT_FOUND
 from tests.tracker.helpers import random_frame, tiny_tracker
 
@@ -164,3 +165,46 @@ def test_reinitialising_repeats_the_run():
         runs.append(np.stack([tracker.track(f) for f in frames[1:]]))
     assert np.array_equal(runs[0], runs[1])
     assert not np.allclose(runs[0][:, 2:], [18.0, 14.0])  # the refinement changed the size
+
+
+def test_refinement_window_gives_the_same_boxes_as_the_whole_maps():
+    """Box-head features on a window around the classifier box (the default) vs on the whole maps: the
+    boxes stay inside the window, so every frame's box is the same; the window really is smaller."""
+    rng = np.random.default_rng(11)
+    frames = [random_frame(rng, 240, 320) for _ in range(5)]
+    init = [140.0, 100.0, 24.0, 20.0]
+    opened = {"target_not_found_threshold": -1e9, "distractor_threshold": 1e9, "hard_negative_threshold": 1e9}
+    loaded = random_network("nce_plus_tiny", crop_size=192)
+    outs, shapes = [], []
+    for window in (1.0, None):
+        params = DiMPParams(train_setting="nce_plus_tiny", refine_window=window, **opened)
+        tracker = DiMPTracker(loaded.net, loaded.geometry, params)
+        calls = []
+        head = tracker.net.box_head
+        original = head.score_modulated
+
+        def recording(modulated, boxes, original=original, calls=calls):
+            calls.append(tuple(modulated[0].shape[-2:]))
+            return original(modulated, boxes)
+
+        head.score_modulated = recording
+        try:
+            tracker.initialize(frames[0], init)
+            outs.append(np.stack([tracker.track(f) for f in frames[1:]]))
+        finally:
+            del head.score_modulated
+        shapes.append(calls)
+    np.testing.assert_allclose(outs[0], outs[1], rtol=0, atol=1e-4)
+    assert not np.allclose(outs[0][:, 2:], np.array(init[2:]))  # refinement ran and changed the size
+    assert len(shapes[0]) == 4 * 11  # 4 frames x (1 + 10 steps)
+    assert all(w[0] * w[1] < 24 * 24 / 2 for w in shapes[0])  # the window: well under half the 24x24 map
+    assert all(w == (24, 24) for w in shapes[1])
+
+
+def test_clip_xywh_projects_edges():
+    from pytracking.tracker.dimp.refine import clip_xywh
+
+    boxes = torch.tensor([[0.0, 0.0, 10.0, 10.0], [5.0, -3.0, 30.0, 4.0], [40.0, 40.0, 5.0, 5.0]])
+    bounds = torch.tensor([2.0, -1.0, 20.0, float("inf")])
+    expected = torch.tensor([[2.0, 0.0, 8.0, 10.0], [5.0, -1.0, 15.0, 2.0], [20.0, 40.0, 0.0, 5.0]])
+    torch.testing.assert_close(clip_xywh(boxes, bounds), expected)

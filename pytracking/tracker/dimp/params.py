@@ -128,6 +128,10 @@ class DiMPParams:
     box_jitter_size: float = 0.5  # full width of the uniform size jitter, times sqrt(w h)
     max_aspect_ratio: float = 6.0
     refine_top_k: int = 3
+    #: box-head test features are computed only in a window around the classifier box, this many sqrt(w h)
+    #: beyond its edges (candidates start within 0.175 of it; boxes are kept inside the window during the
+    #: ascent, which is exact there); None = the whole feature maps (the reference trackers)
+    refine_window: float | None = 1.0
     # runtime
     channels_last: bool = True
     seed: int = 0
@@ -142,5 +146,7 @@ class DiMPParams:
             )
         if not 0.0 < self.learning_rate < 1.0 or not 0.0 < self.hard_negative_learning_rate < 1.0:
             raise ValueError("DiMPParams learning rates must be in (0, 1)")
+        if self.refine_window is not None and not self.refine_window >= 0:
+            raise ValueError(f"DiMPParams.refine_window must be None or >= 0, got {self.refine_window!r}")
         if self.refine_top_k < 1 or self.num_random_boxes < 0:
             raise ValueError("DiMPParams: refine_top_k must be >= 1 and num_random_boxes >= 0")

@@ -54,6 +54,14 @@ def candidate_boxes(
     return torch.cat([box[None], torch.cat([centre - 0.5 * size, size], dim=-1)])
 
 
+def clip_xywh(boxes: Tensor, bounds_xyxy: Tensor) -> Tensor:
+    """Boxes (..., 4) xywh with their edges clipped into ``bounds_xyxy`` (4,) (x1, y1, x2, y2)."""
+    lo, hi = bounds_xyxy[:2], bounds_xyxy[2:]
+    p1 = torch.minimum(torch.maximum(boxes[..., :2], lo), hi)
+    p2 = torch.minimum(torch.maximum(boxes[..., :2] + boxes[..., 2:], lo), hi)
+    return torch.cat([p1, p2 - p1], dim=-1)
+
+
 def select_boxes(boxes: Tensor, scores: Tensor, fallback: Tensor, *, max_aspect_ratio: float, top_k: int):
     """Average of the ``top_k`` best valid boxes (S, 4) xywh by score (S,); ``fallback`` (4,) if none is
     valid.
@@ -94,12 +102,21 @@ def refine_box(
     max_aspect_ratio: float,
     top_k: int,
     generator: torch.Generator,
+    bounds_xyxy: Tensor | None = None,
 ) -> RefineResult:
-    """Refine ``box_xywh`` (4,) by gradient ascent of ``score_fn`` over it and its random jitters."""
+    """Refine ``box_xywh`` (4,) by gradient ascent of ``score_fn`` over it and its random jitters.
+
+    ``bounds_xyxy`` (4,) (x1, y1, x2, y2, may be infinite): boxes are clipped to it wherever they are scored
+    and returned (a projection: a clipped edge gets no gradient and stays at the bound).
+    """
     start = candidate_boxes(box_xywh, num_random, jitter_pos, jitter_size, generator)[None]  # (1, S, 4)
 
+    def to_boxes(rel: Tensor) -> Tensor:
+        boxes = rel_to_xywh(rel, start)
+        return boxes if bounds_xyxy is None else clip_xywh(boxes, bounds_xyxy)
+
     def score_rel(rel: Tensor) -> Tensor:
-        return score_fn(rel_to_xywh(rel, start))
+        return score_fn(to_boxes(rel))
 
     result = gradient_ascent(
         score_rel,
@@ -109,7 +126,7 @@ def refine_box(
         decay=decay,
         mode=mode,
     )
-    boxes = rel_to_xywh(result.y, start)[0]
+    boxes = to_boxes(result.y)[0]
     scores = result.scores[0]
     box, used = select_boxes(
         boxes, scores, box_xywh.reshape(4), max_aspect_ratio=max_aspect_ratio, top_k=top_k
