@@ -2,7 +2,8 @@
 
 ``y0`` holds S starting points for each of N inputs, (N, S, D); the score function maps (N, S, D) -> (N, S).
 Every starting point runs its own ascent (own step length, own accept/reject decisions) and all of them are
-evaluated together, one forward and one backward pass per iteration. There is no host synchronisation.
+evaluated together, one forward and one backward pass per iteration (a forward pass only in the last one, whose
+gradient would go unused). There is no host synchronisation.
 """
 
 from __future__ import annotations
@@ -58,9 +59,14 @@ def gradient_ascent(
     y = y0.detach()
     f, g = _value_and_grad(score_fn, y)
     accepted = torch.zeros(f.shape, dtype=torch.long, device=y.device)
-    for _ in range(num_iters):
+    for it in range(num_iters):
         y_new = y + lam * g
-        f_new, g_new = _value_and_grad(score_fn, y_new)
+        if it == num_iters - 1:  # the last gradient would go unused: forward only
+            with torch.no_grad():
+                f_new = score_fn(y_new).detach()
+            g_new = g
+        else:
+            f_new, g_new = _value_and_grad(score_fn, y_new)
         if mode == "plain":
             y, f, g = y_new, f_new, g_new
             lam = lam * decay
