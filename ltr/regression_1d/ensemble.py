@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ltr.ebm import DSM, SM, Candidates
+from ltr.ebm import DSM, KLDIS, MLIS, NCE, SM, Candidates, NCEPlus
 from ltr.ebm.densities import GaussianMixture
 from ltr.models.toy1d import Toy1DEnsemble
 from ltr.regression_1d.config import Regression1DConfig
@@ -64,8 +64,9 @@ def ensemble_loss(
         shared_samples: one set of offsets per member and batch (sampling methods only).
         runs: restrict to a slice of the members (x, y then hold only those rows).
         fused: evaluate the per-candidate layers with :mod:`ltr.regression_1d.fused` (CPU; first derivatives
-            only), or for ``dsm`` / ``sm`` the whole loss with :mod:`ltr.regression_1d.fused_dsm` /
-            :mod:`ltr.regression_1d.fused_sm`.
+            only) and, for ML-IS, KLD-IS, NCE and NCE+, the loss from the scores with
+            :mod:`ltr.regression_1d.fused_is`; or for ``dsm`` / ``sm`` the whole loss with
+            :mod:`ltr.regression_1d.fused_dsm` / :mod:`ltr.regression_1d.fused_sm`.
     """
     r, b, _ = x.shape
     feat = ens.x_features(x, runs=runs)
@@ -75,6 +76,10 @@ def ensemble_loss(
         from ltr.regression_1d.fused_sm import fused_sm_loss
 
         return fused_sm_loss(ens, feat, y, runs=runs).mean(1)
+    if fused and isinstance(method, (MLIS, KLDIS, NCE)) and _fused_is_applies(method):
+        return _fused_sampling_loss(
+            ens, method, feat, y, generator=generator, shared=shared_samples, runs=runs
+        )
 
     if fused:
         from ltr.regression_1d.fused import fused_score
@@ -97,6 +102,73 @@ def ensemble_loss(
     else:
         result = method(score_fn, labels, generator=generator, reduction="none")
     return result.loss.view(r, b).mean(1)
+
+
+def _fused_is_applies(method: MLIS | KLDIS | NCE) -> bool:
+    """Whether :mod:`ltr.regression_1d.fused_is` handles this method's densities (1D, few components)."""
+    from ltr.regression_1d import fused_is
+
+    sigmas = GaussianMixture(method.sigmas).sigmas(1)
+    label_ok = not isinstance(method, KLDIS) or torch.as_tensor(method.label_sigma).numel() == 1
+    return sigmas.shape[0] <= fused_is.MAX_COMPONENTS and label_ok and fused_is.available()
+
+
+def _draw_offsets(
+    method: MLIS | KLDIS | NCE, num: int, shared: bool, generator: torch.Generator | None
+) -> Tensor:
+    """Candidate offsets from the label, (num, S), drawn by the same calls in the same order as ``method.sample``.
+
+    ML-IS / NCE: column 0 is the label (offset 0); NCE+: column 0 is the positive's p_beta offset, drawn after
+    the noise samples; KLD-IS: the M samples only.
+    """
+    q = GaussianMixture(method.sigmas)
+    noise = q.sample_offsets(num, method.num_samples, 1, shared=shared, generator=generator).reshape(num, -1)
+    if isinstance(method, KLDIS):
+        return noise
+    if isinstance(method, NCEPlus):
+        p_beta = q.scaled(method.beta, mode=method.beta_mode)
+        first = p_beta.sample_offsets(num, 1, 1, shared=shared, generator=generator).reshape(num, 1)
+    else:
+        first = noise.new_zeros(num, 1)
+    return torch.cat([first, noise], dim=1)
+
+
+def _fused_sampling_loss(
+    ens: Toy1DEnsemble,
+    method: MLIS | KLDIS | NCE,
+    feat: Tensor,
+    y: Tensor,
+    *,
+    generator: torch.Generator | None,
+    shared: bool,
+    runs: slice | None,
+) -> Tensor:
+    """Per-member mean loss (R,) of ML-IS, KLD-IS, NCE or NCE+ with the fused score and loss kernels.
+
+    feat (R, B, 10), y (R, B, 1). The candidates are the ones ``method.sample`` draws (same generator calls,
+    per member when ``shared``, with ``method.shared_samples``, as the PyTorch path does); f at them comes from :mod:`.fused`, the loss
+    (proposal log density, logsumexp, linear term) and its score gradient from :mod:`.fused_is`.
+    """
+    from ltr.regression_1d import fused_is
+    from ltr.regression_1d.fused import fused_score
+
+    r, b, _ = y.shape
+    if shared:  # one draw per member, as ``_cat_candidates`` of per-member ``method.sample`` calls
+        offsets = torch.cat([_draw_offsets(method, b, method.shared_samples, generator) for _ in range(r)])
+    else:
+        offsets = _draw_offsets(method, r * b, method.shared_samples, generator)
+    s = offsets.shape[1]
+    cands = y.reshape(r * b, 1) + offsets  # (R*B, S)
+    scores = fused_score(ens, feat, cands.view(r, b, s, 1), runs=runs).view(r * b, s)
+    sigmas = GaussianMixture(method.sigmas).sigmas(1).reshape(-1)
+    if isinstance(method, KLDIS):
+        label_sigma = float(torch.as_tensor(method.label_sigma).reshape(-1)[0])
+        loss = fused_is.is_loss(scores, offsets, sigmas, mode=fused_is.KLD, label_sigma=label_sigma)
+    elif isinstance(method, NCE):
+        loss = fused_is.is_loss(scores, offsets, sigmas, mode=fused_is.POSITIVE)
+    else:
+        loss = fused_is.is_loss(scores, offsets, sigmas, mode=fused_is.LABEL, start=1)
+    return loss.view(r, b).mean(1)
 
 
 def _fused_dsm_loss(

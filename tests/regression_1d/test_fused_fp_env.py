@@ -9,8 +9,8 @@ from ltr.regression_1d import fused
 
 CHECK = """
 import numpy as np, torch
-from ltr.regression_1d import fused, fused_dsm, fused_sm
-fused._library(); fused_dsm._library(); fused_sm._library()
+from ltr.regression_1d import fused, fused_dsm, fused_is, fused_sm
+fused._library(); fused_dsm._library(); fused_sm._library(); fused_is._library()
 tiny = np.float64(5e-324)          # the smallest float64 subnormal
 assert tiny > 0 and tiny * 2 > 0, "subnormals flushed to zero after loading the kernels"
 assert torch.tensor(1e-310, dtype=torch.float64).item() > 0
