@@ -2,6 +2,7 @@
 
 python benchmarks/tracker_fps.py [--param nce_plus|nce_plus_tiny|...] [--device cpu|cuda]
                                  [--geometry setting|dimp50] [--frames 30] [--threads 2] [--no-channels-last]
+                                 [--compare-full-maps]
 
 Tracks a generated 640x480 video (a textured square moving over a noise background) with a network of the
 parameter set's train setting built with random weights (``pretrained=False``), so it needs no checkpoint and
@@ -13,7 +14,9 @@ update. Printed against the reference pytracking implementation measured on this
 machine (issue 5): SuperDiMP geometry 3.4 FPS, 295 ms/frame, box refinement 140 ms, initialisation 4.0 s;
 DiMP-50 geometry 5.0 FPS, 194 ms/frame, refinement 83 ms. Those figures are CPU figures: compare ratios
 only for ``--device cpu --threads 2`` runs, and in one session (timings vary +-20% on a shared machine).
-The non-backbone share of the frame time is the part this project controls (target < 30%). The localisation
+The non-backbone share of the frame time is the part this project controls (target < 30%).
+``--compare-full-maps`` also times, in the same process and first, the same tracker with the box head's test
+features on the whole maps (``refine_window=None``, what the reference trackers compute) and prints the ratio. The localisation
 thresholds are opened so that every frame runs refinement and the memory update (the normal state); the filter
 optimiser runs every 20th frame as in tracking.
 """
