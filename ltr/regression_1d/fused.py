@@ -99,59 +99,64 @@ _SOURCE = (
     PRELUDE
     + r"""
 namespace {
+// Activations of a block of L candidates (L = B in the backward pass; the forward-only pass uses 2 B lanes,
+// which amortises each weight load over more lanes -- the backward's lane-wise gradient accumulators would
+// no longer fit in L1 at that width).
+template <int L>
 struct Acts {
-  float h0[H][B], h1[H][B], t2[H][B], h2[H][B], t3[H][B], h3[H][B];
+  float h0[H][L], h1[H][L], t2[H][L], h2[H][L], t3[H][L], h3[H][L];
 };
 
-inline void forward_block(const Params& p, const float* feat, const float* y, Acts& a, float* f) {
+template <int L>
+inline void forward_block(const Params& p, const float* feat, const float* y, Acts<L>& a, float* f) {
   for (int j = 0; j < H; ++j) {
 #pragma omp simd
-    for (int l = 0; l < B; ++l) a.h0[j][l] = fast_tanh(p.w1[j] * y[l] + p.b1[j]);
+    for (int l = 0; l < L; ++l) a.h0[j][l] = fast_tanh(p.w1[j] * y[l] + p.b1[j]);
   }
   for (int j = 0; j < H; ++j) {
-    float acc[B];
+    float acc[L];
 #pragma omp simd
-    for (int l = 0; l < B; ++l) acc[l] = feat[j];
+    for (int l = 0; l < L; ++l) acc[l] = feat[j];
     for (int i = 0; i < H; ++i) {
 #pragma omp simd
-      for (int l = 0; l < B; ++l) acc[l] += p.wy[i][j] * a.h0[i][l];
+      for (int l = 0; l < L; ++l) acc[l] += p.wy[i][j] * a.h0[i][l];
     }
 #pragma omp simd
-    for (int l = 0; l < B; ++l) a.h1[j][l] = fast_tanh(acc[l]);
+    for (int l = 0; l < L; ++l) a.h1[j][l] = fast_tanh(acc[l]);
   }
   for (int j = 0; j < H; ++j) {
-    float acc[B];
+    float acc[L];
 #pragma omp simd
-    for (int l = 0; l < B; ++l) acc[l] = p.b2[j];
+    for (int l = 0; l < L; ++l) acc[l] = p.b2[j];
     for (int i = 0; i < H; ++i) {
 #pragma omp simd
-      for (int l = 0; l < B; ++l) acc[l] += p.w2[i][j] * a.h1[i][l];
+      for (int l = 0; l < L; ++l) acc[l] += p.w2[i][j] * a.h1[i][l];
     }
 #pragma omp simd
-    for (int l = 0; l < B; ++l) {
+    for (int l = 0; l < L; ++l) {
       a.t2[j][l] = fast_tanh(acc[l]);
       a.h2[j][l] = a.t2[j][l] + a.h1[j][l];
     }
   }
   for (int j = 0; j < H; ++j) {
-    float acc[B];
+    float acc[L];
 #pragma omp simd
-    for (int l = 0; l < B; ++l) acc[l] = p.b3[j];
+    for (int l = 0; l < L; ++l) acc[l] = p.b3[j];
     for (int i = 0; i < H; ++i) {
 #pragma omp simd
-      for (int l = 0; l < B; ++l) acc[l] += p.w3[i][j] * a.h2[i][l];
+      for (int l = 0; l < L; ++l) acc[l] += p.w3[i][j] * a.h2[i][l];
     }
 #pragma omp simd
-    for (int l = 0; l < B; ++l) {
+    for (int l = 0; l < L; ++l) {
       a.t3[j][l] = fast_tanh(acc[l]);
       a.h3[j][l] = a.t3[j][l] + a.h2[j][l];
     }
   }
 #pragma omp simd
-  for (int l = 0; l < B; ++l) f[l] = p.b4;
+  for (int l = 0; l < L; ++l) f[l] = p.b4;
   for (int j = 0; j < H; ++j) {
 #pragma omp simd
-    for (int l = 0; l < B; ++l) f[l] += p.w4[j] * a.h3[j][l];
+    for (int l = 0; l < L; ++l) f[l] += p.w4[j] * a.h3[j][l];
   }
 }
 
@@ -162,14 +167,16 @@ extern "C" void ltr_fused_forward(int64_t R, int64_t N, int64_t S, const float* 
   for (int64_t r = 0; r < R; ++r) {
     Params p = load(params[0], params[1], params[2], params[3], params[4], params[5], params[6], params[7],
                     params[8], r);
-    Acts a;
+    constexpr int L = 2 * B;
+    Acts<L> a;
     for (int64_t n = 0; n < N; ++n) {
       const float* feat_n = pf + (r * N + n) * H;
       const float* y_n = py + (r * N + n) * S;
       float* o_n = po + (r * N + n) * S;
-      for (int64_t s0 = 0; s0 < S; s0 += B) {
-        float yb[B], fb[B];
-        int cnt = load_block(y_n, s0, S, yb);
+      for (int64_t s0 = 0; s0 < S; s0 += L) {
+        float yb[L], fb[L];
+        const int cnt = (int)std::min<int64_t>(L, S - s0);
+        for (int l = 0; l < L; ++l) yb[l] = l < cnt ? y_n[s0 + l] : 0.f;
         forward_block(p, feat_n, yb, a, fb);
         for (int l = 0; l < cnt; ++l) o_n[s0 + l] = fb[l];
       }
@@ -195,7 +202,7 @@ extern "C" void ltr_fused_backward(int64_t R, int64_t N, int64_t S, const float*
     std::fill(&gb2[0][0], &gb2[0][0] + H * B, 0.f);
     std::fill(&gb3[0][0], &gb3[0][0] + H * B, 0.f); std::fill(&gw4[0][0], &gw4[0][0] + H * B, 0.f);
     std::fill(gb4, gb4 + B, 0.f);
-    Acts a;
+    Acts<B> a;
     float* gfeat_r = g_feat + r * N * H;
     for (int64_t n = 0; n < N; ++n) {
       const float* feat_n = pf + (r * N + n) * H;
