@@ -113,24 +113,30 @@ def _fused_is_applies(method: MLIS | KLDIS | NCE) -> bool:
     return sigmas.shape[0] <= fused_is.MAX_COMPONENTS and label_ok and fused_is.available()
 
 
-def _draw_offsets(
-    method: MLIS | KLDIS | NCE, num: int, shared: bool, generator: torch.Generator | None
-) -> Tensor:
-    """Candidate offsets from the label, (num, S), drawn by the same calls in the same order as ``method.sample``.
+def _draw_candidates(
+    method: MLIS | KLDIS | NCE, labels: Tensor, shared: bool, generator: torch.Generator | None
+) -> tuple[Tensor, Tensor]:
+    """Offsets from the label and candidates, both (N, S), for labels (N,).
 
-    ML-IS / NCE: column 0 is the label (offset 0); NCE+: column 0 is the positive's p_beta offset, drawn after
-    the noise samples; KLD-IS: the M samples only.
+    The random numbers are those of ``method.sample``, drawn by the same calls in the same order
+    (:meth:`GaussianMixture.sample_offsets`: component indices, then standard normals; for NCE+ then the
+    positive's p_beta offset); :func:`ltr.regression_1d.fused_is.assemble_candidates` turns them into
+    candidates in one pass. ML-IS / NCE: column 0 is the label (offset 0); NCE+: column 0 is the positive;
+    KLD-IS: the M samples only.
     """
+    from ltr.regression_1d import fused_is
+
     q = GaussianMixture(method.sigmas)
-    noise = q.sample_offsets(num, method.num_samples, 1, shared=shared, generator=generator).reshape(num, -1)
-    if isinstance(method, KLDIS):
-        return noise
+    n_draw = 1 if shared else labels.shape[0]
+    comp = torch.randint(q.num_components, (n_draw, method.num_samples), generator=generator)
+    eps = torch.randn((n_draw, method.num_samples), generator=generator)
+    first = None
     if isinstance(method, NCEPlus):
         p_beta = q.scaled(method.beta, mode=method.beta_mode)
-        first = p_beta.sample_offsets(num, 1, 1, shared=shared, generator=generator).reshape(num, 1)
-    else:
-        first = noise.new_zeros(num, 1)
-    return torch.cat([first, noise], dim=1)
+        first = p_beta.sample_offsets(labels.shape[0], 1, 1, shared=shared, generator=generator).reshape(-1)
+    return fused_is.assemble_candidates(
+        labels, comp, eps, q.sigmas(1), first=first, first_column=not isinstance(method, KLDIS)
+    )
 
 
 def _fused_sampling_loss(
@@ -154,11 +160,11 @@ def _fused_sampling_loss(
 
     r, b, _ = y.shape
     if shared:  # one draw per member, as ``_cat_candidates`` of per-member ``method.sample`` calls
-        offsets = torch.cat([_draw_offsets(method, b, method.shared_samples, generator) for _ in range(r)])
+        parts = [_draw_candidates(method, y[k, :, 0], method.shared_samples, generator) for k in range(r)]
+        offsets, cands = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
     else:
-        offsets = _draw_offsets(method, r * b, method.shared_samples, generator)
+        offsets, cands = _draw_candidates(method, y.reshape(r * b), method.shared_samples, generator)
     s = offsets.shape[1]
-    cands = y.reshape(r * b, 1) + offsets  # (R*B, S)
     scores = fused_score(ens, feat, cands.view(r, b, s, 1), runs=runs).view(r * b, s)
     sigmas = GaussianMixture(method.sigmas).sigmas(1).reshape(-1)
     if isinstance(method, KLDIS):

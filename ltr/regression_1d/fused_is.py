@@ -124,6 +124,33 @@ extern "C" void ltr_mixture_log_prob(int64_t n, const float* off, int64_t K, con
   mixture_log_prob(n, off, (int)K, a, c, out, tmp);
 }
 
+// Candidates of N examples from the mixture draws: column 0 (if first_cols == 1) has offset first[i] (or 0
+// when first is null), columns first_cols.. have offset eps * sigma[comp]; off and cand (N, S) get the
+// offsets and label + offset. comp / eps: (N, M), or one shared row when row_stride == 0.
+extern "C" void ltr_assemble_candidates(int64_t N, int64_t M, int64_t first_cols, const float* first,
+                                        const int64_t* comp, const float* eps, int64_t row_stride,
+                                        const float* sig, const float* labels, float* off, float* cand) {
+  const int64_t S = first_cols + M;
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t* c = comp + i * row_stride;
+    const float* e = eps + i * row_stride;
+    float* o = off + i * S;
+    float* y = cand + i * S;
+    const float label = labels[i];
+    if (first_cols == 1) {
+      o[0] = first != nullptr ? first[i] : 0.f;
+      y[0] = label + o[0];
+    }
+    o += first_cols;
+    y += first_cols;
+#pragma omp simd
+    for (int64_t j = 0; j < M; ++j) {
+      o[j] = e[j] * sig[c[j]];
+      y[j] = label + o[j];
+    }
+  }
+}
+
 // scores, off: (N, S); loss: (N,); grad: (N, S) = dloss_i / ds_ij. mode 0: lin = s_0; 1: lin = s_0 - log q_0;
 // 2: lin = 1/M sum_j s_j exp(log p_j - log q_j), log p_j = pa o_j^2 + pc. work: 2 S floats of scratch.
 extern "C" void ltr_is_loss(int64_t N, int64_t S, int64_t start, int64_t mode, const float* scores,
@@ -178,6 +205,8 @@ def _library() -> ctypes.CDLL:
     lib.ltr_mixture_log_prob.restype = None
     lib.ltr_is_loss.argtypes = [i64, i64, i64, i64, ptr, ptr, i64, ptr, ptr, f32, f32, f32, ptr, ptr, ptr]
     lib.ltr_is_loss.restype = None
+    lib.ltr_assemble_candidates.argtypes = [i64, i64, i64, ptr, ptr, ptr, i64, ptr, ptr, ptr, ptr]
+    lib.ltr_assemble_candidates.restype = None
     return lib
 
 
@@ -220,6 +249,49 @@ def mixture_log_prob(offsets: Tensor, sigmas: Tensor) -> Tensor:
         tmp.data_ptr(),
     )
     return out
+
+
+def assemble_candidates(
+    labels: Tensor, comp: Tensor, eps: Tensor, sigmas: Tensor, *, first: Tensor | None, first_column: bool
+) -> tuple[Tensor, Tensor]:
+    """Offsets and candidates (N, S) from mixture draws: ``eps * sigmas[comp]`` around each label.
+
+    Args:
+        labels: (N,) 1D labels.
+        comp, eps: (N, M) component indices (int64) and standard-normal draws, or (1, M) shared by all
+            examples -- what :meth:`ltr.ebm.densities.GaussianMixture.sample_offsets` draws.
+        sigmas: (K,) the mixture's standard deviations.
+        first: (N,) offsets of an extra column 0 (the NCE+ positive), or None for offset 0 there.
+        first_column: whether S = 1 + M (column 0 the label / positive) or S = M.
+    Returns:
+        offsets (N, S), candidates = label + offsets (N, S).
+    """
+    n, m = labels.shape[0], comp.shape[1]
+    if comp.shape != eps.shape or comp.shape[0] not in (1, n) or comp.dtype != torch.int64:
+        raise ValueError(f"comp (int64) and eps must both be (N, M) or (1, M), got {comp.shape}, {eps.shape}")
+    sig = sigmas.reshape(-1).to(torch.float32).contiguous()
+    if not ((comp >= 0) & (comp < sig.numel())).all():
+        raise ValueError(f"component indices must lie in [0, {sig.numel()})")
+    tensors = [labels.contiguous(), eps.contiguous()] + ([first.contiguous()] if first is not None else [])
+    for i, t in enumerate(tensors):
+        check_input(t, f"candidate input {i}")
+    comp = comp.contiguous()
+    s = m + int(first_column)
+    off, cand = torch.empty(n, s), torch.empty(n, s)
+    _library().ltr_assemble_candidates(
+        n,
+        m,
+        int(first_column),
+        tensors[2].data_ptr() if first is not None else None,
+        comp.data_ptr(),
+        tensors[1].data_ptr(),
+        m if comp.shape[0] == n else 0,
+        sig.data_ptr(),
+        tensors[0].data_ptr(),
+        off.data_ptr(),
+        cand.data_ptr(),
+    )
+    return off, cand
 
 
 class _ISLoss(torch.autograd.Function):

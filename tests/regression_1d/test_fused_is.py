@@ -91,3 +91,22 @@ def test_fused_ensemble_loss_equals_pytorch_path(setting, shared):
     (l_ref, g_ref), (l_got, g_got) = results
     assert torch.allclose(l_got, l_ref, rtol=1e-5, atol=1e-5), (l_got, l_ref)
     assert torch.allclose(g_got, g_ref, rtol=1e-4, atol=1e-6), (g_got - g_ref).abs().max()
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_assemble_candidates(shared):
+    g = torch.Generator().manual_seed(3)
+    labels = torch.randn(4, generator=g)
+    rows = 1 if shared else 4
+    comp = torch.randint(2, (rows, 9), generator=g)
+    eps = torch.randn(rows, 9, generator=g)
+    sig = torch.tensor(SIGMAS)
+    first = torch.randn(4, generator=g)
+    off, cand = fused_is.assemble_candidates(labels, comp, eps, sig, first=first, first_column=True)
+    expect = (eps * sig[comp]).expand(4, 9)
+    assert torch.equal(off[:, 1:], expect) and torch.equal(off[:, 0], first)
+    assert torch.equal(cand, labels[:, None] + off)
+    off0, cand0 = fused_is.assemble_candidates(labels, comp, eps, sig, first=None, first_column=False)
+    assert torch.equal(off0, expect) and torch.equal(cand0, labels[:, None] + expect)
+    with pytest.raises(ValueError, match="component indices"):
+        fused_is.assemble_candidates(labels, comp + 2, eps, sig, first=None, first_column=False)
