@@ -17,8 +17,8 @@ coefficients), which the backward only scales. The samples are drawn by the :mod
 (:meth:`ltr.ebm.densities.GaussianMixture.sample_offsets`, the same calls in the same order as the methods'
 ``sample``), so for the same generator state this path sees the same candidates as the PyTorch one.
 
-exp and log are vectorisable polynomial approximations (Cephes' expf / logf, ~1 ulp); arguments of exp below
--87 are clamped, which adds at most ~1e-38 per term to a sum whose largest term is 1.
+exp and log are vectorisable polynomial approximations (Cephes' expf / logf, ~1 ulp). Softmax and importance
+weights whose exponent is below -80 (< 2e-35) are set to zero, so no subnormal numbers (slow on x86) arise.
 """
 
 from __future__ import annotations
@@ -126,11 +126,14 @@ extern "C" void ltr_mixture_log_prob(int64_t n, const float* off, int64_t K, con
 
 // Candidates of N examples from the mixture draws: column 0 (if first_cols == 1) has offset first[i] (or 0
 // when first is null), columns first_cols.. have offset eps * sigma[comp]; off and cand (N, S) get the
-// offsets and label + offset. comp / eps: (N, M), or one shared row when row_stride == 0.
-extern "C" void ltr_assemble_candidates(int64_t N, int64_t M, int64_t first_cols, const float* first,
-                                        const int64_t* comp, const float* eps, int64_t row_stride,
-                                        const float* sig, const float* labels, float* off, float* cand) {
+// offsets and label + offset. comp / eps: (N, M), or one shared row when row_stride == 0. Returns the number
+// of component indices outside [0, K) (those are clamped, so memory is never read out of bounds).
+extern "C" int64_t ltr_assemble_candidates(int64_t N, int64_t M, int64_t first_cols, const float* first,
+                                           const int64_t* comp, const float* eps, int64_t row_stride,
+                                           const float* sig, int64_t K, const float* labels, float* off,
+                                           float* cand) {
   const int64_t S = first_cols + M;
+  int64_t bad = 0;
   for (int64_t i = 0; i < N; ++i) {
     const int64_t* c = comp + i * row_stride;
     const float* e = eps + i * row_stride;
@@ -143,12 +146,15 @@ extern "C" void ltr_assemble_candidates(int64_t N, int64_t M, int64_t first_cols
     }
     o += first_cols;
     y += first_cols;
-#pragma omp simd
+#pragma omp simd reduction(+ : bad)
     for (int64_t j = 0; j < M; ++j) {
-      o[j] = e[j] * sig[c[j]];
+      const int64_t k = c[j] < 0 ? 0 : (c[j] >= K ? K - 1 : c[j]);
+      bad += k != c[j] ? 1 : 0;
+      o[j] = e[j] * sig[k];
       y[j] = label + o[j];
     }
   }
+  return bad;
 }
 
 // scores, off: (N, S); loss: (N,); grad: (N, S) = dloss_i / ds_ij. mode 0: lin = s_0; 1: lin = s_0 - log q_0;
@@ -156,7 +162,7 @@ extern "C" void ltr_assemble_candidates(int64_t N, int64_t M, int64_t first_cols
 extern "C" void ltr_is_loss(int64_t N, int64_t S, int64_t start, int64_t mode, const float* scores,
                             const float* off, int64_t K, const float* a, const float* c, float pa, float pc,
                             float loss_offset, float* loss, float* grad, float* work) {
-  const float inv_m = 1.0f / (float)(S - start);
+  const float log_m = std::log((float)(S - start));
   for (int64_t i = 0; i < N; ++i) {
     const float* s = scores + i * S;
     const float* o = off + i * S;
@@ -171,7 +177,8 @@ extern "C" void ltr_is_loss(int64_t N, int64_t S, int64_t start, int64_t mode, c
     for (int64_t j = 0; j < start; ++j) g[j] = 0.f;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = start; j < S; ++j) {
-      const float e = fast_exp(work[j] - mx);
+      const float d = work[j] - mx;
+      const float e = d < -80.f ? 0.f : fast_exp(d);  // exact zero instead of a subnormal-prone tiny value
       g[j] = e;
       sum += e;
     }
@@ -183,7 +190,8 @@ extern "C" void ltr_is_loss(int64_t N, int64_t S, int64_t start, int64_t mode, c
 #pragma omp simd reduction(+ : lin)
       for (int64_t j = 0; j < S; ++j) {
         const float lq = s[j] - work[j];
-        const float w = fast_exp(pa * o[j] * o[j] + pc - lq) * inv_m;
+        const float d = pa * o[j] * o[j] + pc - lq - log_m;
+        const float w = d < -80.f ? 0.f : fast_exp(d);  // p/q/M; zero, not subnormal, far in the tails
         lin += s[j] * w;
         g[j] -= w;
       }
@@ -205,8 +213,8 @@ def _library() -> ctypes.CDLL:
     lib.ltr_mixture_log_prob.restype = None
     lib.ltr_is_loss.argtypes = [i64, i64, i64, i64, ptr, ptr, i64, ptr, ptr, f32, f32, f32, ptr, ptr, ptr]
     lib.ltr_is_loss.restype = None
-    lib.ltr_assemble_candidates.argtypes = [i64, i64, i64, ptr, ptr, ptr, i64, ptr, ptr, ptr, ptr]
-    lib.ltr_assemble_candidates.restype = None
+    lib.ltr_assemble_candidates.argtypes = [i64, i64, i64, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr, ptr]
+    lib.ltr_assemble_candidates.restype = i64
     return lib
 
 
@@ -270,15 +278,13 @@ def assemble_candidates(
     if comp.shape != eps.shape or comp.shape[0] not in (1, n) or comp.dtype != torch.int64:
         raise ValueError(f"comp (int64) and eps must both be (N, M) or (1, M), got {comp.shape}, {eps.shape}")
     sig = sigmas.reshape(-1).to(torch.float32).contiguous()
-    if not ((comp >= 0) & (comp < sig.numel())).all():
-        raise ValueError(f"component indices must lie in [0, {sig.numel()})")
     tensors = [labels.contiguous(), eps.contiguous()] + ([first.contiguous()] if first is not None else [])
     for i, t in enumerate(tensors):
         check_input(t, f"candidate input {i}")
     comp = comp.contiguous()
     s = m + int(first_column)
     off, cand = torch.empty(n, s), torch.empty(n, s)
-    _library().ltr_assemble_candidates(
+    bad = _library().ltr_assemble_candidates(
         n,
         m,
         int(first_column),
@@ -287,10 +293,13 @@ def assemble_candidates(
         tensors[1].data_ptr(),
         m if comp.shape[0] == n else 0,
         sig.data_ptr(),
+        sig.numel(),
         tensors[0].data_ptr(),
         off.data_ptr(),
         cand.data_ptr(),
     )
+    if bad:
+        raise ValueError(f"{bad} component indices outside [0, {sig.numel()})")
     return off, cand
 
 
