@@ -421,6 +421,21 @@ def _tornado_check() -> str | None:
     return None
 
 
+def _wait_interruptibly(process: subprocess.Popen, poll_seconds: float = 0.25) -> int:
+    """``process.wait()`` that Ctrl-C always interrupts promptly.
+
+    A blocking ``waitpid`` is interrupted only when the signal lands on the main thread; with other threads
+    in the process (torch's, for one) the kernel may deliver SIGINT to one of them, and Python's handler
+    then waits for the main thread to return from ``waitpid``, i.e. for the server to exit. Waking up every
+    ``poll_seconds`` lets the pending KeyboardInterrupt through.
+    """
+    while True:
+        try:
+            return process.wait(timeout=poll_seconds)
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m ltr.admin.visdom_server",
@@ -475,7 +490,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"visdom server running at {server.url}  (environments in {server.env_path}; Ctrl-C stops it)")
         print(f"server log: {server.log_path}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
-            code = server.process.wait()
+            code = _wait_interruptibly(server.process)
             print(
                 f"error: visdom server exited with code {code}; log tail:\n{server.log_tail()}",
                 file=sys.stderr,

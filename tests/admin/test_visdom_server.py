@@ -179,8 +179,15 @@ def test_cli_serves_in_foreground_until_interrupted(tmp_path: Path) -> None:
     port = vs.free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-m", "ltr.admin.visdom_server", "--port", str(port), "--env-path", str(tmp_path)]
+    # a terminal's Ctrl-C: SIGINT at its default disposition in the CLI, also when this test run inherited it
+    # ignored (a shell's background job: `make test &` ignores SIGINT, and the CLI would never see it)
     proc = subprocess.Popen(
-        [*cmd, "--skip-assets"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        [*cmd, "--skip-assets"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout.readline().startswith(f"starting visdom on http://127.0.0.1:{port} ")
