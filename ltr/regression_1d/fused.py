@@ -27,6 +27,7 @@ import platform
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -404,14 +405,19 @@ def _library() -> ctypes.CDLL:
     return lib
 
 
-@functools.cache
-def available() -> bool:
-    """Whether the kernel builds (or is cached) here; :func:`build` raises the compiler's error instead."""
+def loads(library: Callable[[], ctypes.CDLL]) -> bool:
+    """Whether ``library()`` (a kernel module's cached build-and-load function) succeeds here."""
     try:
-        _library()
+        library()
     except (RuntimeError, OSError):
         return False
     return True
+
+
+@functools.cache
+def available() -> bool:
+    """Whether the kernel builds (or is cached) here; :func:`build` raises the compiler's error instead."""
+    return loads(_library)
 
 
 def build() -> None:

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from ltr.models.toy1d import Toy1DEnsemble
-from ltr.regression_1d.fused import PRELUDE, check_input, compile_library, kernel_params, ptr_array
+from ltr.regression_1d.fused import PRELUDE, check_input, compile_library, kernel_params, loads, ptr_array
 
 #: Number of per-candidate parameters of one member, in kernel order (see ``kernel_params``).
 NUM_PARAMS = 10 + 10 + 100 + 100 + 10 + 100 + 10 + 10 + 1
@@ -264,11 +264,7 @@ def _library() -> ctypes.CDLL:
 @functools.cache
 def available() -> bool:
     """Whether the DSM kernel builds (or is cached) here."""
-    try:
-        _library()
-    except (RuntimeError, OSError):
-        return False
-    return True
+    return loads(_library)
 
 
 def _run(feat: Tensor, y: Tensor, off: Tensor, params: tuple[Tensor, ...], need_grad: bool):

@@ -30,7 +30,7 @@ import math
 import torch
 from torch import Tensor
 
-from ltr.regression_1d.fused import check_input, compile_library
+from ltr.regression_1d.fused import check_input, compile_library, loads
 
 #: Most mixture components the kernel handles (the 1D study uses 2).
 MAX_COMPONENTS = 8
@@ -221,11 +221,7 @@ def _library() -> ctypes.CDLL:
 @functools.cache
 def available() -> bool:
     """Whether the kernel builds (or is cached) here."""
-    try:
-        _library()
-    except (RuntimeError, OSError):
-        return False
-    return True
+    return loads(_library)
 
 
 def mixture_coefficients(sigmas: Tensor) -> tuple[Tensor, Tensor]:

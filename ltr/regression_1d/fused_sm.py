@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from ltr.models.toy1d import Toy1DEnsemble
-from ltr.regression_1d.fused import PRELUDE, check_input, compile_library, kernel_params, ptr_array
+from ltr.regression_1d.fused import PRELUDE, check_input, compile_library, kernel_params, loads, ptr_array
 from ltr.regression_1d.fused_dsm import NUM_PARAMS, weighted_grads
 
 _SOURCE = (
@@ -265,11 +265,7 @@ def _library() -> ctypes.CDLL:
 @functools.cache
 def available() -> bool:
     """Whether the SM kernel builds (or is cached) here."""
-    try:
-        _library()
-    except (RuntimeError, OSError):
-        return False
-    return True
+    return loads(_library)
 
 
 class _FusedSM(torch.autograd.Function):
