@@ -95,6 +95,39 @@ def _bin_weights(start: Tensor, length: Tensor, bins: int, size: int) -> Tensor:
     return integral * scale[:, None, None]
 
 
+def _box_weights(
+    boxes: Tensor,
+    origin: tuple[int, int],
+    output_size: tuple[int, int],
+    grid: tuple[int, int],
+    dtype: torch.dtype,
+) -> tuple[Tensor, Tensor]:
+    """Column and row weights of N boxes on a (part of a) feature grid.
+
+    Args:
+        boxes: (N, 4) xyxy on the feature grid, in the compute dtype.
+        origin: (col, row) of the grid part's first sample.
+        output_size: (out_h, out_w) bins.
+        grid: (height, width) of the grid part.
+        dtype: the features' dtype, which the weights are cast to.
+
+    Returns:
+        weights_x (N, out_w, width) and weights_y (N, out_h, height).
+    """
+    (out_h, out_w), (grid_h, grid_w) = output_size, grid
+    num_rois = boxes.shape[0]
+    x1, y1, x2, y2 = boxes.unbind(dim=1)
+    starts = torch.stack([x1 - origin[0], y1 - origin[1]])  # (2, N)
+    lengths = torch.stack([x2 - x1, y2 - y1]).clamp(min=0)
+    if out_w == out_h:  # both axes in one go, on the larger grid
+        weights = _bin_weights(starts.view(-1), lengths.view(-1), out_w, max(grid_w, grid_h))
+        weights_x, weights_y = weights[:num_rois, :, :grid_w], weights[num_rois:, :, :grid_h]
+    else:
+        weights_x = _bin_weights(starts[0], lengths[0], out_w, grid_w)
+        weights_y = _bin_weights(starts[1], lengths[1], out_h, grid_h)
+    return weights_x.to(dtype), weights_y.to(dtype)
+
+
 def _check_inputs(features: Tensor, rois: Tensor, spatial_scale: float) -> None:
     if not isinstance(features, Tensor) or features.dim() != 4:
         raise ValueError(
@@ -282,17 +315,13 @@ def prroi_pool(
     if (row_end - row_start, col_end - col_start) != (height, width):
         # Only the window that some roi touches takes part (in DiMP the proposals gather around the target).
         features = features[:, :, row_start:row_end, col_start:col_end]
-    x1, y1, x2, y2 = boxes.unbind(dim=1)
-    starts = torch.stack([x1 - col_start, y1 - row_start])  # (2, N)
-    lengths = torch.stack([x2 - x1, y2 - y1]).clamp(min=0)
-    grid_w, grid_h = col_end - col_start, row_end - row_start
-    if out_w == out_h:  # both axes in one go, on the larger grid
-        weights = _bin_weights(starts.view(-1), lengths.view(-1), out_w, max(grid_w, grid_h))
-        weights_x, weights_y = weights[:num_rois, :, :grid_w], weights[num_rois:, :, :grid_h]
-    else:
-        weights_x = _bin_weights(starts[0], lengths[0], out_w, grid_w)
-        weights_y = _bin_weights(starts[1], lengths[1], out_h, grid_h)
-    weights_x, weights_y = weights_x.to(features.dtype), weights_y.to(features.dtype)  # (N, bins, size)
+    weights_x, weights_y = _box_weights(
+        boxes,
+        (col_start, row_start),
+        (out_h, out_w),
+        (row_end - row_start, col_end - col_start),
+        features.dtype,
+    )
     # The padded grid costs B * max(count) rois of work for N: take it only when it wastes little.
     if num_images * max(layout.counts) <= _MAX_PADDING * num_rois:
         pooled = _pool_padded(features, weights_x, weights_y, layout)
@@ -338,24 +367,17 @@ def prroi_pool_image(
     out_h, out_w = _pair(output_size)
     _, channels, height, width = features.shape
     num_rois = boxes.shape[0]
+    if num_rois == 0:
+        return features.new_zeros((0, channels, out_h, out_w))
     compute_dtype = torch.float32 if features.device.type == "mps" else torch.float64
-    grid_boxes = boxes.to(compute_dtype) * spatial_scale
-    x1, y1, x2, y2 = grid_boxes.unbind(dim=1)
-    starts = torch.stack([x1, y1])
-    lengths = torch.stack([x2 - x1, y2 - y1]).clamp(min=0)
-    if out_w == out_h:
-        weights = _bin_weights(starts.view(-1), lengths.view(-1), out_w, max(width, height))
-        weights_x, weights_y = weights[:num_rois, :, :width], weights[num_rois:, :, :height]
-    else:
-        weights_x = _bin_weights(starts[0], lengths[0], out_w, width)
-        weights_y = _bin_weights(starts[1], lengths[1], out_h, height)
-    weights_x, weights_y = weights_x.to(features.dtype), weights_y.to(features.dtype)
-    # (N * out_w, W) @ (W, C * H), then rows per roi: (N, out_w * C, H) @ (N, H, out_h)
-    cols = torch.matmul(
-        weights_x.reshape(num_rois * out_w, width), features.reshape(channels * height, width).t()
+    weights_x, weights_y = _box_weights(
+        boxes.to(compute_dtype) * spatial_scale, (0, 0), (out_h, out_w), (height, width), features.dtype
     )
-    bins = torch.matmul(cols.view(num_rois, out_w * channels, height), weights_y.transpose(1, 2))
-    return bins.view(num_rois, out_w, channels, out_h).permute(0, 2, 3, 1).contiguous()
+    # one image holding every roi in input order: the padded path's layout is dense, no host values needed
+    position = torch.arange(num_rois, device=features.device)
+    layout = _Layout(position, [num_rois], position, True, True, (0, height), (0, width))
+    pooled = _pool_padded(features, weights_x, weights_y, layout)
+    return pooled.permute(0, 2, 3, 1).contiguous()  # (N, out_w, C, out_h) -> (N, C, out_h, out_w)
 
 
 class PrRoIPool(nn.Module):
