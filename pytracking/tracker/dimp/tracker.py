@@ -22,7 +22,6 @@ during the ascent; inside it the scores are exactly those on the whole maps (``r
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -116,15 +115,17 @@ class DiMPTracker:
 
     def _box_scorer(
         self, feats: list[Tensor], window: list[float]
-    ) -> tuple[Callable[[Tensor], Tensor], Tensor]:
+    ) -> tuple[Callable[[Tensor], Tensor], Tensor | None]:
         """The refinement's score function (1, S, 4) xywh crop px -> (1, S) and the (4,) xyxy bounds the boxes
-        must stay in (infinite without a window) for it to be exact."""
+        must stay in for it to be exact (None without a window: no bounds)."""
         head = self.net.box_head
+        bounds = None
         if window:
             part = head.get_test_features_window(feats, window)
-            test, origin, valid = part.feats, part.origin, part.valid_xyxy
+            test, origin = part.feats, part.origin
+            bounds = torch.tensor(part.valid_xyxy, device=self.device)
         else:
-            test, origin, valid = head.get_test_features(feats), (0, 0), (-math.inf,) * 2 + (math.inf,) * 2
+            test, origin = head.get_test_features(feats), (0, 0)
         # PrRoIPool multiplies (H, W) matrices per channel: standard layout, not channels_last
         modulated = tuple(f.contiguous() for f in head.modulate(self.modulation, test))
         shift = torch.tensor([*origin, 0.0, 0.0], device=self.device)
@@ -132,7 +133,7 @@ class DiMPTracker:
         def score_fn(boxes: Tensor) -> Tensor:
             return head.score_modulated(modulated, boxes - shift)
 
-        return score_fn, torch.tensor(valid, device=self.device)
+        return score_fn, bounds
 
     def _optimize(self, num_iter: int) -> None:
         feats, boxes, weights = self.memory.filled()
