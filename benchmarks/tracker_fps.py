@@ -16,7 +16,8 @@ DiMP-50 geometry 5.0 FPS, 194 ms/frame, refinement 83 ms. Those figures are CPU 
 only for ``--device cpu --threads 2`` runs, and in one session (timings vary +-20% on a shared machine).
 The non-backbone share of the frame time is the part this project controls (target < 30%).
 ``--compare-full-maps`` also times, in the same process and first, the same tracker with the box head's test
-features on the whole maps (``refine_window=None``, what the reference trackers compute) and prints the ratio. The localisation
+features on the whole maps (``refine_window=None``, what the reference trackers compute) and prints the ratio.
+The localisation
 thresholds are opened so that every frame runs refinement and the memory update (the normal state); the filter
 optimiser runs every 20th frame as in tracking.
 """
@@ -30,8 +31,10 @@ import time
 import numpy as np
 import torch
 
+from ltr.models.tracking import DiMPNet
 from pytracking.parameter.dimp import NAMES, get_parameters
-from pytracking.tracker.dimp import DiMPTracker, random_network
+from pytracking.tracker.dimp import DiMPParams, DiMPTracker, random_network
+from pytracking.tracker.dimp.params import Geometry
 from pytracking.tracker.dimp.timing import StageTimer
 
 REFERENCE = {  # reference pytracking on the project's 2-core CPU machine (issue 5)
@@ -59,7 +62,14 @@ class Measure:
     """Times a tracker parameter set on one video: (init s, ms/frame, {stage: ms/frame})."""
 
     def __init__(
-        self, net, geometry, frames, init, warmup: int, num_frames: int, device: torch.device
+        self,
+        net: DiMPNet,
+        geometry: Geometry,
+        frames: list[np.ndarray],
+        init: np.ndarray,
+        warmup: int,
+        num_frames: int,
+        device: torch.device,
     ) -> None:
         self.net, self.geometry, self.frames, self.init = net, geometry, frames, init
         self.warmup, self.num_frames, self.device = warmup, num_frames, device
@@ -68,7 +78,7 @@ class Measure:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def __call__(self, params) -> tuple[float, float, dict[str, float]]:
+    def __call__(self, params: DiMPParams) -> tuple[float, float, dict[str, float]]:
         timer = StageTimer(self.device)
         tracker = DiMPTracker(self.net, self.geometry, params, timer=timer)
         frames = self.frames
