@@ -7,20 +7,11 @@ from ltr.ebm import build_method, losses
 from ltr.models.toy1d import Toy1DEnsemble
 from ltr.regression_1d import fused_dsm
 from ltr.regression_1d.ensemble import ensemble_loss, use_fused
+from tests.regression_1d.kernels import assert_grads_close, random_ensemble
 
 pytestmark = pytest.mark.skipif(not fused_dsm.available(), reason="no C++ compiler to build the fused kernel")
 
 SIGMA = 0.2
-
-
-def _random_ensemble(r: int, seed: int, scale: float = 2.0) -> Toy1DEnsemble:
-    """Random weights, larger than the default init so that the tanh units reach their curved range."""
-    ens = Toy1DEnsemble(r)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in ens.parameters():
-            p.copy_((torch.rand(p.shape, generator=g) * 2 - 1) * scale / p.shape[1] ** 0.5)
-    return ens
 
 
 def _inputs(r: int, n: int, m: int, seed: int):
@@ -54,7 +45,7 @@ def _reference(ens: Toy1DEnsemble, x, labels, noisy, weights, dtype, runs=None):
 
 @pytest.mark.parametrize("m", [37, 64])  # 37: not a multiple of the kernel's block of 16
 def test_fused_dsm_loss_and_every_gradient_match_float64(m):
-    ens = _random_ensemble(3, seed=m)
+    ens = random_ensemble(3, seed=m)
     x, labels, noisy = _inputs(3, 5, m, seed=m + 1)
     weights = torch.randn(3, 5, generator=torch.Generator().manual_seed(7))  # per-example upstream gradient
     ref_loss, ref_grads = _reference(ens, x, labels, noisy, weights, torch.float64)
@@ -64,15 +55,13 @@ def test_fused_dsm_loss_and_every_gradient_match_float64(m):
     assert ref_loss.abs().max() > 1.0  # not a trivially small loss
     torch.testing.assert_close(loss.double(), ref_loss, rtol=2e-5, atol=1e-5)
     names = [name for name, _ in ens.named_parameters()]
-    for name, got, want in zip(names, grads, ref_grads, strict=True):
-        scale = max(want.abs().max().item(), 1e-3)
-        assert (got.double() - want).abs().max().item() <= 2e-5 * scale, name
+    assert_grads_close(names, grads, ref_grads)
     # every parameter that f's y-derivative depends on gets a nonzero gradient (fc4_xy_b alone does not)
     assert all(g.abs().max() > 0 for name, g in zip(names, grads) if name != "fc4_xy_b")
 
 
 def test_fused_dsm_with_a_member_slice_and_without_grad():
-    ens = _random_ensemble(4, seed=3)
+    ens = random_ensemble(4, seed=3)
     runs = slice(1, 3)
     x, labels, noisy = _inputs(2, 3, 20, seed=4)
     weights = torch.ones(2, 3)
@@ -91,7 +80,7 @@ def test_fused_dsm_with_a_member_slice_and_without_grad():
 
 
 def test_fused_dsm_refuses_gradients_w_r_t_the_samples():
-    ens = _random_ensemble(1, seed=0)
+    ens = random_ensemble(1, seed=0)
     x, labels, noisy = _inputs(1, 2, 16, seed=0)
     with pytest.raises(ValueError, match="not differentiable"):
         fused_dsm.fused_dsm_loss(ens, ens.x_features(x), noisy.requires_grad_(True), labels, SIGMA)

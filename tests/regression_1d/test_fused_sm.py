@@ -7,18 +7,9 @@ from ltr.ebm import build_method, losses
 from ltr.models.toy1d import Toy1DEnsemble
 from ltr.regression_1d import fused_sm
 from ltr.regression_1d.ensemble import ensemble_loss, use_fused
+from tests.regression_1d.kernels import assert_grads_close, random_ensemble
 
 pytestmark = pytest.mark.skipif(not fused_sm.available(), reason="no C++ compiler to build the fused kernel")
-
-
-def _random_ensemble(r: int, seed: int, scale: float = 2.0) -> Toy1DEnsemble:
-    """Random weights, larger than the default init so that the tanh units reach their curved range."""
-    ens = Toy1DEnsemble(r)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in ens.parameters():
-            p.copy_((torch.rand(p.shape, generator=g) * 2 - 1) * scale / p.shape[1] ** 0.5)
-    return ens
 
 
 def _reference(ens: Toy1DEnsemble, x, labels, weights, dtype, runs=None):
@@ -39,7 +30,7 @@ def _reference(ens: Toy1DEnsemble, x, labels, weights, dtype, runs=None):
 
 @pytest.mark.parametrize("n", [16, 37])  # 37: not a multiple of the kernel's block of 16 examples
 def test_fused_sm_loss_and_every_gradient_match_float64(n):
-    ens = _random_ensemble(3, seed=n)
+    ens = random_ensemble(3, seed=n)
     g = torch.Generator().manual_seed(n + 1)
     x, labels = torch.rand(3, n, 1, generator=g) * 6 - 3, torch.randn(3, n, 1, generator=g)
     weights = torch.randn(3, n, generator=g)  # per-example upstream gradient
@@ -50,14 +41,12 @@ def test_fused_sm_loss_and_every_gradient_match_float64(n):
     assert ref_loss.abs().max() > 0.5  # not a trivially small loss
     torch.testing.assert_close(loss.double(), ref_loss, rtol=1e-5, atol=1e-5)
     names = [name for name, _ in ens.named_parameters()]
-    for name, got, want in zip(names, grads, ref_grads, strict=True):
-        scale = max(want.abs().max().item(), 1e-3)
-        assert (got.double() - want).abs().max().item() <= 2e-5 * scale, name
+    assert_grads_close(names, grads, ref_grads)
     assert all(g.abs().max() > 0 for name, g in zip(names, grads) if name != "fc4_xy_b")
 
 
 def test_fused_sm_with_a_member_slice_and_without_grad():
-    ens = _random_ensemble(3, seed=1)
+    ens = random_ensemble(3, seed=1)
     runs = slice(2, 3)
     g = torch.Generator().manual_seed(2)
     x, labels = torch.rand(1, 5, 1, generator=g) * 6 - 3, torch.randn(1, 5, 1, generator=g)
