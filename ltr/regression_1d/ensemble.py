@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ltr.ebm import DSM, KLDIS, MLIS, NCE, SM, Candidates, NCEPlus
+from ltr.ebm import DSM, KLDIS, MLIS, MLMCMC, NCE, SM, Candidates, NCEPlus, ml_mcmc_loss
 from ltr.ebm.densities import GaussianMixture
 from ltr.models.toy1d import Toy1DEnsemble
 from ltr.regression_1d.config import Regression1DConfig
@@ -66,7 +66,8 @@ def ensemble_loss(
         fused: evaluate the per-candidate layers with :mod:`ltr.regression_1d.fused` (CPU; first derivatives
             only) and, for ML-IS, KLD-IS, NCE and NCE+, the loss from the scores with
             :mod:`ltr.regression_1d.fused_is`; or for ``dsm`` / ``sm`` the whole loss with
-            :mod:`ltr.regression_1d.fused_dsm` / :mod:`ltr.regression_1d.fused_sm`.
+            :mod:`ltr.regression_1d.fused_dsm` / :mod:`ltr.regression_1d.fused_sm`; for ML-MCMC the
+            Langevin chains with :mod:`ltr.regression_1d.fused_mcmc` (same eps draws as the PyTorch path).
     """
     r, b, _ = x.shape
     feat = ens.x_features(x, runs=runs)
@@ -76,6 +77,8 @@ def ensemble_loss(
         from ltr.regression_1d.fused_sm import fused_sm_loss
 
         return fused_sm_loss(ens, feat, y, runs=runs).mean(1)
+    if fused and isinstance(method, MLMCMC):
+        return _fused_mcmc_loss(ens, method, feat, y, generator=generator, runs=runs)
     if fused and isinstance(method, (MLIS, KLDIS, NCE)) and _fused_is_applies(method):
         return _fused_sampling_loss(
             ens, method, feat, y, generator=generator, shared=shared_samples, runs=runs
@@ -203,6 +206,40 @@ def _fused_dsm_loss(
     return loss.mean(1)
 
 
+def _fused_mcmc_loss(
+    ens: Toy1DEnsemble,
+    method: MLMCMC,
+    feat: Tensor,
+    y: Tensor,
+    *,
+    generator: torch.Generator | None,
+    runs: slice | None,
+) -> Tensor:
+    """Per-member mean ML-MCMC loss (R,): chains by :mod:`.fused_mcmc`, f at label and samples by :mod:`.fused`.
+
+    feat (R, B, 10), y (R, B, 1). The chains start at the labels and draw their eps by the same per-step
+    ``torch.randn`` calls as :class:`ltr.ebm.MLMCMC`, so for the same generator state both paths use the same
+    noise; the loss is ``ltr.ebm.losses.ml_mcmc_loss`` of f at [label, samples] (one score call, as there).
+    """
+    from ltr.regression_1d.fused import fused_score
+    from ltr.regression_1d.fused_mcmc import fused_langevin
+
+    r, b, _ = y.shape
+    m = method.num_samples
+    start = y.detach().unsqueeze(2).expand(r, b, m, 1)
+    samples = fused_langevin(
+        ens,
+        feat,
+        start,
+        num_steps=method.num_steps,
+        step_length=method.step_length,
+        generator=generator,
+        runs=runs,
+    )
+    scores = fused_score(ens, feat, torch.cat([y.unsqueeze(2), samples], dim=2), runs=runs)  # (R, B, M + 1)
+    return ml_mcmc_loss(scores[..., 0], scores[..., 1:], reduction="none").mean(1)
+
+
 @dataclass
 class EnsembleTraining:
     """The outcome of :func:`train_ensemble`.
@@ -304,8 +341,8 @@ def train_ensemble(
 
 
 FIRST_ORDER_METHODS = ("ml_is", "kld_is", "nce", "nce_plus", "ml_mcmc")
-#: Methods with a fused CPU kernel: the first-order ones (:mod:`.fused`), DSM (:mod:`.fused_dsm`) and SM
-#: (:mod:`.fused_sm`).
+#: Methods with a fused CPU kernel: the first-order ones (:mod:`.fused`; ML-MCMC's chains also
+#: :mod:`.fused_mcmc`), DSM (:mod:`.fused_dsm`) and SM (:mod:`.fused_sm`).
 FUSED_METHODS = (*FIRST_ORDER_METHODS, "dsm", "sm")
 
 
@@ -321,6 +358,10 @@ def use_fused(method: str, device: torch.device | str) -> bool:
         from ltr.regression_1d import fused_sm
 
         return fused_sm.available()
+    if method == "ml_mcmc":
+        from ltr.regression_1d import fused, fused_mcmc
+
+        return fused.available() and fused_mcmc.available()
     from ltr.regression_1d import fused
 
     return fused.available()
