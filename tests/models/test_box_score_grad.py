@@ -1,0 +1,219 @@
+"""BoxScorer: the box head's score and its closed-form box gradient against score_modulated and autograd."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ltr.ebm.predict import gradient_ascent
+from ltr.models.bbreg import EnergyBoxHead
+from ltr.models.box_score_grad import BoxScorer, fold_box_layers, rel_xywh_vjp
+from ltr.ops.boxes import rel_to_xywh
+from pytracking.tracker.dimp.refine import clip_xywh
+
+# boxes (xywh image pixels) over the maps below (layer2 13 x 11 cells at stride 8: 88 x 104 pixels): inside,
+# partly outside on each side, tiny, larger than the map, entirely outside, of zero and negative size
+BOXES = [
+    [10.0, 20.0, 30.0, 40.0],
+    [-20.0, -10.0, 50.0, 30.0],
+    [60.0, 70.0, 100.0, 90.0],
+    [30.3, 40.1, 0.5, 0.7],
+    [41.7, 12.2, 0.01, 0.02],
+    [-200.0, -300.0, 1000.0, 900.0],
+    [500.0, 20.0, 30.0, 30.0],
+    [8.0, 16.0, 16.0, 32.0],  # edges on cells of both levels
+    [5.0, 5.0, 0.0, 10.0],
+    [5.0, 5.0, -3.0, 10.0],
+]
+
+
+def _head(dtype: torch.dtype, seed: int, linear=(9, 5), mod=(6, 7)) -> EnergyBoxHead:
+    """A random head in eval mode with non-trivial BatchNorm statistics and biases."""
+    torch.manual_seed(seed)
+    head = EnergyBoxHead(in_channels=(4, 4), ref_channels=(4, 4), mod_channels=mod, linear_channels=linear)
+    with torch.no_grad():
+        for bn in (head.box_fc2.bn, head.box_fc3.bn):
+            bn.running_mean.normal_()
+            bn.running_var.uniform_(0.3, 3.0)
+            bn.weight.normal_()
+            bn.bias.normal_()
+        for linear_layer in (head.box_fc2.linear, head.box_fc3.linear, head.predictor):
+            linear_layer.bias.normal_()
+    return head.to(dtype).eval()
+
+
+def _maps(dtype: torch.dtype, seed: int, channels=(6, 7), size2=(13, 11), size3=(7, 6)):
+    g = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(1, channels[0], *size2, generator=g, dtype=dtype),
+        torch.randn(1, channels[1], *size3, generator=g, dtype=dtype),
+    )
+
+
+def _autograd(head: EnergyBoxHead, maps, boxes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    boxes = boxes.clone().requires_grad_(True)
+    scores = head.score_modulated(maps, boxes)
+    (grad,) = torch.autograd.grad(scores.sum(), boxes)
+    return scores.detach(), grad
+
+
+def _jittered_boxes(dtype: torch.dtype, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    base = torch.tensor(BOXES, dtype=torch.float64)
+    jitter = torch.randn(len(BOXES), 4, generator=g, dtype=torch.float64) * 2.0
+    jitter[8:] = 0  # keep the zero and negative sizes
+    return (base + jitter).to(dtype)[None]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_float64_scores_and_gradients_equal_score_modulated_and_autograd(seed):
+    head, maps = _head(torch.float64, seed), _maps(torch.float64, seed + 10)
+    boxes = _jittered_boxes(torch.float64, seed)
+    expected_scores, expected_grad = _autograd(head, maps, boxes)
+    scores, grad = BoxScorer(head, maps)(boxes)
+    assert scores.shape == (1, len(BOXES)) and grad.shape == (1, len(BOXES), 4)
+    torch.testing.assert_close(scores, expected_scores, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-10, atol=1e-12)
+    # the boxes test what they should: most gradients are non-zero, empty boxes pool to zero
+    assert (grad[0, :8].abs().sum(-1) > 0).sum() >= 6
+    torch.testing.assert_close(BoxScorer(head, maps).score(boxes), expected_scores, rtol=1e-12, atol=1e-12)
+
+
+def test_float32_scores_and_gradients_match_autograd():
+    head, maps = _head(torch.float32, 3), _maps(torch.float32, 13)
+    boxes = _jittered_boxes(torch.float32, 3)
+    expected_scores, expected_grad = _autograd(head, maps, boxes)
+    scorer = BoxScorer(head, maps)
+    scores, grad = scorer(boxes)
+    assert scores.dtype == torch.float32 and grad.dtype == torch.float32
+    scale = expected_grad.abs().max()
+    torch.testing.assert_close(scores, expected_scores, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-4, atol=1e-5 * float(scale))
+    torch.testing.assert_close(scorer.score(boxes), scores)
+
+
+def test_gradient_matches_finite_differences():
+    head, maps = _head(torch.float64, 4), _maps(torch.float64, 14)
+    boxes = torch.tensor([[[12.3, 17.9, 41.2, 33.3], [-7.1, 50.2, 30.4, 20.6]]], dtype=torch.float64)
+    scorer = BoxScorer(head, maps)
+    _, grad = scorer(boxes)
+    eps = 1e-6
+    numeric = torch.zeros_like(boxes)
+    for k in range(4):
+        step = torch.zeros_like(boxes)
+        step[..., k] = eps
+        numeric[..., k] = (scorer.score(boxes + step) - scorer.score(boxes - step)) / (2 * eps)
+    torch.testing.assert_close(grad, numeric, rtol=1e-5, atol=1e-7)
+
+
+def test_default_widths_head_with_given_strides():
+    """The real widths (256 channels, 6400 -> 256 linear), maps of the tracker's window size."""
+    torch.manual_seed(5)
+    head = EnergyBoxHead(in_channels=(8, 8), ref_channels=(8, 8)).eval()
+    with torch.no_grad():
+        for bn in (head.box_fc2.bn, head.box_fc3.bn):
+            bn.running_mean.normal_(0.0, 0.1)
+            bn.running_var.uniform_(0.5, 2.0)
+    maps = (torch.randn(1, 256, 23, 23), torch.randn(1, 256, 12, 12))
+    boxes = torch.tensor([[[40.0, 50.0, 60.0, 70.0], [-10.0, 100.0, 90.0, 110.0], [150.0, 30.0, 8.0, 200.0]]])
+    expected_scores, expected_grad = _autograd(head, maps, boxes)
+    scores, grad = BoxScorer(head, maps, (8, 16))(boxes)
+    torch.testing.assert_close(scores, expected_scores, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-4, atol=1e-5 * float(expected_grad.abs().max()))
+
+
+def test_other_strides_are_used():
+    head, maps = _head(torch.float64, 6), _maps(torch.float64, 16)
+    head.strides = (4, 8)  # score_modulated reads head.strides; the scorer takes them as given
+    boxes = _jittered_boxes(torch.float64, 6)
+    expected_scores, expected_grad = _autograd(head, maps, boxes)
+    scores, grad = BoxScorer(head, maps, (4, 8))(boxes)
+    torch.testing.assert_close(scores, expected_scores, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-10, atol=1e-12)
+    default_scores, _ = BoxScorer(head, maps)(boxes)  # head.strides by default
+    torch.testing.assert_close(default_scores, expected_scores, rtol=1e-12, atol=1e-12)
+
+
+def test_training_mode_is_refused():
+    head, maps = _head(torch.float64, 0), _maps(torch.float64, 0)
+    head.train()
+    with pytest.raises(RuntimeError, match="training mode"):
+        BoxScorer(head, maps)
+
+
+def test_bad_inputs_are_clear_errors():
+    head, maps = _head(torch.float64, 0), _maps(torch.float64, 0)
+    with pytest.raises(ValueError, match="one image"):
+        BoxScorer(head, (maps[0].expand(2, -1, -1, -1), maps[1].expand(2, -1, -1, -1)))
+    with pytest.raises(TypeError, match="one dtype"):
+        BoxScorer(head, (maps[0].float(), maps[1].float()))
+    with pytest.raises(ValueError, match="inputs"):
+        BoxScorer(head, (maps[1], maps[0]))  # channel counts swapped
+    with pytest.raises(ValueError, match=r"\(1, S, 4\)"):
+        BoxScorer(head, maps)(torch.zeros(2, 3, 4, dtype=torch.float64))
+
+
+def test_folded_layers_follow_in_place_parameter_changes():
+    head, maps = _head(torch.float64, 7), _maps(torch.float64, 17)
+    boxes = _jittered_boxes(torch.float64, 7)
+    first = fold_box_layers(head)
+    assert fold_box_layers(head) is first  # cached
+    with torch.no_grad():
+        head.box_fc2.bn.running_mean.add_(0.5)  # what BatchNorm does in a training step
+        head.predictor.weight.mul_(-2.0)
+    assert fold_box_layers(head) is not first
+    expected_scores, expected_grad = _autograd(head, maps, boxes)
+    scores, grad = BoxScorer(head, maps)(boxes)
+    torch.testing.assert_close(scores, expected_scores, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_rel_vjp_equals_autograd_through_rel_to_xywh_and_clip(dtype):
+    g = torch.Generator().manual_seed(8)
+    reference = (torch.tensor([[30.0, 40.0, 20.0, 25.0]]) + torch.rand(6, 4, generator=g) * 10).to(dtype)[
+        None
+    ]
+    rel = (torch.randn(1, 6, 4, generator=g) * 0.3).to(dtype)
+    grad_boxes = torch.randn(1, 6, 4, generator=g).to(dtype)
+    unclipped = rel_to_xywh(rel, reference)
+    # bounds cutting some boxes on each side, and one corner exactly on a bound (a tie)
+    bounds = torch.tensor([35.0, 45.0, 60.0, 70.0], dtype=dtype)
+    bounds[0] = unclipped[0, 2, 0]
+    for b in (None, bounds, torch.tensor([-float("inf"), -float("inf"), float("inf"), float("inf")])):
+        r = rel.clone().requires_grad_(True)
+        boxes = rel_to_xywh(r, reference)
+        boxes = boxes if b is None else clip_xywh(boxes, b)
+        (expected,) = torch.autograd.grad(boxes, r, grad_boxes)
+        got = rel_xywh_vjp(rel, reference, grad_boxes, b)
+        torch.testing.assert_close(got, expected, rtol=1e-12 if dtype == torch.float64 else 1e-6, atol=1e-12)
+    clipped = (clip_xywh(unclipped, bounds) != unclipped).any(-1)
+    assert clipped.sum() >= 2  # the bounds are active
+
+
+def test_ascent_with_the_scorer_follows_the_autograd_ascent():
+    """The tracker's refinement in rel space: autograd through score_modulated vs the scorer and the vjp."""
+    head, maps = _head(torch.float64, 9), _maps(torch.float64, 19)
+    start = torch.tensor([[[20.0, 25.0, 30.0, 35.0], [-5.0, 10.0, 40.0, 30.0], [50.0, 60.0, 25.0, 30.0]]]).to(
+        torch.float64
+    )
+    bounds = torch.tensor([0.0, 0.0, 80.0, 96.0], dtype=torch.float64)
+    scorer = BoxScorer(head, maps)
+
+    def boxes_of(rel):
+        return clip_xywh(rel_to_xywh(rel, start), bounds)
+
+    def score_rel(rel):
+        return head.score_modulated(maps, boxes_of(rel))
+
+    def value_and_grad(rel):
+        scores, grad = scorer(boxes_of(rel))
+        return scores, rel_xywh_vjp(rel, start, grad, bounds)
+
+    kwargs = dict(step_length=[0.05, 0.05, 0.02, 0.02], num_iters=8, decay=0.5, mode="s1")
+    expected = gradient_ascent(score_rel, torch.zeros_like(start), **kwargs)
+    got = gradient_ascent(score_rel, torch.zeros_like(start), value_and_grad=value_and_grad, **kwargs)
+    torch.testing.assert_close(got.y, expected.y, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(got.scores, expected.scores, rtol=1e-9, atol=1e-12)
+    assert torch.equal(got.accepted, expected.accepted)
+    assert (expected.accepted > 0).any() and (expected.y != 0).any()  # the ascent moved
