@@ -6,7 +6,8 @@ For each method, in the same process and with one intra-op thread:
   batches of 32, the ltr.ebm loss per batch, Adam; the way the reference trains its 20 models one by one.
 - ensemble: ``ltr.regression_1d.ensemble.train_ensemble`` -- R models with stacked weights trained at
   once (with the fused CPU kernels: ``fused`` for the first-derivative methods, plus ``fused_is`` for the
-  losses of ML-IS, KLD-IS, NCE and NCE+, ``fused_dsm`` and ``fused_sm`` for DSM and SM).
+  losses of ML-IS, KLD-IS, NCE and NCE+, ``fused_mcmc`` for ML-MCMC's Langevin chains, ``fused_dsm`` and
+  ``fused_sm`` for DSM and SM).
 
 Both sides train on the full 2000-point dataset; the numbers are process CPU seconds (robust on a shared
 machine) and wall seconds, per epoch and per model, and the ratio baseline / ensemble.
