@@ -1,0 +1,139 @@
+"""Speed of the tracker's box-refinement ascent: autograd through the box head vs the closed-form BoxScorer.
+
+    python benchmarks/box_ascent.py [--threads 1 2] [--repeats 30] [--device cpu|cuda] [--setting nce_plus]
+                                    [--cells 29 26 16 14]
+
+Builds the box head of a DiMP train setting with random weights (``pytracking.tracker.dimp.random_network``,
+SuperDiMP's widths for ``nce_plus``: 256 channels, Linear 6400 -> 256 and 2304 -> 256), modulates random
+test features of the size the tracker's refinement window has (default 29 x 26 cells at stride 8 and 16 x 14 at
+stride 16, what SuperDiMP's tracker used on the synthetic video of ``benchmarks/tracker_fps.py``) and runs the
+refinement as the tracker does: S = 10 candidate boxes (a 48 x 71 px box and 9 jitters), 10 plain steps of
+2.5e-3 in rel space, boxes clipped to bounds on two sides. Two paths, alternated in the same process:
+
+- autograd: ``gradient_ascent`` through ``EnergyBoxHead.score_modulated`` (the tracker's path);
+- closed form: ``gradient_ascent(..., value_and_grad=...)`` with ``BoxScorer`` and ``rel_xywh_vjp``
+  (forward-only last step with ``BoxScorer.score``).
+
+Printed per thread count: median wall ms of one ascent for each path, the ratio autograd / closed form (above
+1.0: the closed form is faster), the ratio of the best times, and the largest difference of the refined boxes
+between the paths (pixels). Run on a quiet machine (timings of a shared 2-core machine vary by +-20%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+from ltr.ebm.predict import gradient_ascent
+from ltr.models.box_score_grad import BoxScorer, rel_xywh_vjp
+from ltr.ops.boxes import rel_to_xywh
+from pytracking.tracker.dimp import random_network
+from pytracking.tracker.dimp.refine import candidate_boxes, clip_xywh
+
+
+def make_problem(setting: str, cells: list[int], device: torch.device):
+    """(head, modulated maps, start boxes (1, S, 4) xywh, bounds (4,) xyxy) on ``device``, random weights."""
+    head = random_network(setting, device).net.box_head.eval()
+    g = torch.Generator().manual_seed(0)
+    h2, w2, h3, w3 = cells
+    c2, c3 = head.box_fc2.linear.in_features // 25, head.box_fc3.linear.in_features // 9
+    modulated = (
+        torch.randn(1, c2, h2, w2, generator=g).relu().to(device),
+        torch.randn(1, c3, h3, w3, generator=g).relu().to(device),
+    )
+    box = torch.tensor([90.0, 70.0, 48.0, 71.0])
+    start = candidate_boxes(box, 9, 0.1, 0.5, g)[None].to(device)
+    bounds = torch.tensor([-float("inf"), -float("inf"), 200.0, 224.0], device=device)
+    return head, modulated, start, bounds
+
+
+def make_ascents(
+    head, modulated, start: torch.Tensor, bounds: torch.Tensor
+) -> dict[str, Callable[[], torch.Tensor]]:
+    """The two ascents, each returning the refined boxes (1, S, 4) xywh."""
+    kwargs = dict(step_length=2.5e-3, num_iters=10, decay=1.0, mode="plain")
+
+    def boxes_of(rel: torch.Tensor) -> torch.Tensor:
+        return clip_xywh(rel_to_xywh(rel, start), bounds)
+
+    def autograd() -> torch.Tensor:
+        result = gradient_ascent(
+            lambda rel: head.score_modulated(modulated, boxes_of(rel)), torch.zeros_like(start), **kwargs
+        )
+        return boxes_of(result.y)
+
+    def closed_form() -> torch.Tensor:
+        scorer = BoxScorer(head, modulated)  # once per frame in the tracker: part of the timed work
+
+        def value_and_grad(rel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            scores, grad = scorer(boxes_of(rel))
+            return scores, rel_xywh_vjp(rel, start, grad, bounds)
+
+        result = gradient_ascent(
+            lambda rel: scorer.score(boxes_of(rel)),
+            torch.zeros_like(start),
+            value_and_grad=value_and_grad,
+            **kwargs,
+        )
+        return boxes_of(result.y)
+
+    return {"autograd": autograd, "closed form": closed_form}
+
+
+def time_ascents(ascents: dict[str, Callable[[], torch.Tensor]], repeats: int, device: torch.device):
+    """Median and best wall ms per path, calls alternated; plus the refined boxes of each path."""
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    times: dict[str, list[float]] = {name: [] for name in ascents}
+    results = {name: fn() for name, fn in ascents.items()}  # warm-up
+    for _ in range(repeats):
+        for name, fn in ascents.items():
+            sync()
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            times[name].append((time.perf_counter() - t0) * 1e3)
+    return {name: (statistics.median(t), min(t)) for name, t in times.items()}, results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--setting", default="nce_plus")
+    parser.add_argument(
+        "--cells", type=int, nargs=4, default=[29, 26, 16, 14], metavar=("H2", "W2", "H3", "W3")
+    )
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    head, modulated, start, bounds = make_problem(args.setting, args.cells, device)
+    ascents = make_ascents(head, modulated, start, bounds)
+    print(
+        f"box ascent: setting {args.setting}, S={start.shape[1]} boxes, 10 steps, maps "
+        f"{tuple(modulated[0].shape[1:])} and {tuple(modulated[1].shape[1:])}, device {device}"
+    )
+    with torch.no_grad():  # as in the tracker
+        for threads in args.threads:
+            torch.set_num_threads(threads)
+            stats, results = time_ascents(ascents, args.repeats, device)
+            (auto_med, auto_best), (ours_med, ours_best) = stats["autograd"], stats["closed form"]
+            diff = (results["autograd"] - results["closed form"]).abs().max().item()
+            print(
+                f"threads {threads}: autograd {auto_med:7.2f} ms (best {auto_best:6.2f}), closed form "
+                f"{ours_med:7.2f} ms (best {ours_best:6.2f}); ratio autograd/closed form median "
+                f"{auto_med / ours_med:4.2f}, best {auto_best / ours_best:4.2f}; max box difference {diff:.2e} px"
+            )
+
+
+if __name__ == "__main__":
+    main()
