@@ -70,8 +70,9 @@ def make_ascents(
         scorer = BoxScorer(head, modulated)  # once per frame in the tracker: part of the timed work
 
         def value_and_grad(rel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            scores, grad = scorer(boxes_of(rel))
-            return scores, rel_xywh_vjp(rel, start, grad, bounds)
+            unclipped = rel_to_xywh(rel, start)
+            scores, grad = scorer(clip_xywh(unclipped, bounds))
+            return scores, rel_xywh_vjp(grad, unclipped, start, bounds)
 
         result = gradient_ascent(
             lambda rel: scorer.score(boxes_of(rel)),

@@ -35,7 +35,6 @@ import torch
 from torch import Tensor, nn
 
 from ltr.models.bbreg import EnergyBoxHead
-from ltr.ops.boxes import rel_to_xywh
 
 __all__ = ["BoxScorer", "BoxValueAndGrad", "FoldedBoxLayers", "fold_box_layers", "rel_xywh_vjp"]
 
@@ -309,35 +308,37 @@ class BoxScorer:
 
 
 def rel_xywh_vjp(
-    rel: Tensor, reference: Tensor, grad_boxes: Tensor, bounds_xyxy: Tensor | None = None
+    grad_boxes: Tensor, boxes: Tensor, reference: Tensor, bounds_xyxy: Tensor | None = None
 ) -> Tensor:
-    """Chain d f / d boxes back to d f / d rel for ``boxes = clip(rel_to_xywh(rel, reference), bounds)``.
+    """Chain d f / d boxes back to d f / d rel for ``clip_xywh(rel_to_xywh(rel, reference), bounds_xyxy)``.
+
+    The refinement's ascent variable is ``rel`` (``ltr.ops.boxes``); it scores the boxes
+    ``rel_to_xywh(rel, reference)``, with their corners clipped into ``bounds_xyxy`` if given
+    (``pytracking.tracker.dimp.refine.clip_xywh``: ``min(max(corner, lo), hi)`` for both corners).
 
     Args:
-        rel: (..., 4) rel coordinates (``ltr.ops.boxes``) of the boxes w.r.t. ``reference``.
-        reference: (..., 4) xywh reference boxes, broadcastable against ``rel``.
-        grad_boxes: (..., 4) d f / d boxes, boxes xywh (after clipping).
-        bounds_xyxy: None, or (4,) (x1, y1, x2, y2) that both corners of the boxes were clipped into
-            (``pytracking.tracker.dimp.refine.clip_xywh``: min(max(corner, lo), hi)).
+        grad_boxes: (..., 4) d f / d (the scored boxes), xywh (e.g. from :class:`BoxScorer`).
+        boxes: (..., 4) xywh ``rel_to_xywh(rel, reference)``, before clipping.
+        reference: (..., 4) xywh reference boxes, broadcastable against ``boxes``.
+        bounds_xyxy: None (no clipping), or (4,) (x1, y1, x2, y2), may be infinite.
 
     Returns:
-        (..., 4) d f / d rel, the same numbers autograd gives through ``rel_to_xywh`` and ``clip_xywh``
-        (up to rounding), including its conventions at ties: a corner exactly on a bound gets half the
-        gradient (torch.maximum / torch.minimum split it evenly).
+        (..., 4) d f / d rel in the dtype of ``boxes``: the numbers autograd gives through ``rel_to_xywh`` and
+        ``clip_xywh`` (up to rounding), with its conventions: a clipped corner gets no gradient, a corner
+        exactly on a bound half of it (``torch.maximum`` / ``torch.minimum`` split ties evenly).
     """
-    boxes = rel_to_xywh(rel, reference)  # the same numbers the caller clipped, for the tie conventions
     size = boxes[..., 2:]  # (..., 2) w, h before clipping
-    g_start = grad_boxes[..., :2] - grad_boxes[..., 2:]  # d f / d (x1, y1) of the clipped box
+    g_start = grad_boxes[..., :2] - grad_boxes[..., 2:]  # d f / d (x1, y1) of the scored box
     g_end = grad_boxes[..., 2:]  # d f / d (x2, y2)
     if bounds_xyxy is not None:
         start = boxes[..., :2]
         lo, hi = bounds_xyxy[:2], bounds_xyxy[2:]  # compared in the promoted dtype, as clip_xywh does
         g_start = g_start * _clip_derivative(start, lo, hi)
         g_end = g_end * _clip_derivative(start + size, lo, hi)
-    # x1 = cx0 + r0 w0 - w / 2, x2 = cx0 + r0 w0 + w / 2, w = w0 exp(r2)
+    # x1 = cx0 + r0 w0 - w / 2, x2 = cx0 + r0 w0 + w / 2, w = w0 exp(r2); likewise in y
     g_shift = (g_start + g_end) * reference[..., 2:]
     g_log = 0.5 * (g_end - g_start) * size
-    return torch.cat([g_shift, g_log], dim=-1).to(rel.dtype)
+    return torch.cat([g_shift, g_log], dim=-1).to(boxes.dtype)
 
 
 def _clip_derivative(value: Tensor, lo: Tensor, hi: Tensor) -> Tensor:

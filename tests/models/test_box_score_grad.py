@@ -185,7 +185,7 @@ def test_rel_vjp_equals_autograd_through_rel_to_xywh_and_clip(dtype):
         boxes = rel_to_xywh(r, reference)
         boxes = boxes if b is None else clip_xywh(boxes, b)
         (expected,) = torch.autograd.grad(boxes, r, grad_boxes)
-        got = rel_xywh_vjp(rel, reference, grad_boxes, b)
+        got = rel_xywh_vjp(grad_boxes, unclipped, reference, b)
         torch.testing.assert_close(got, expected, rtol=1e-12 if dtype == torch.float64 else 1e-6, atol=1e-12)
     clipped = (clip_xywh(unclipped, bounds) != unclipped).any(-1)
     assert clipped.sum() >= 2  # the bounds are active
@@ -207,8 +207,9 @@ def test_ascent_with_the_scorer_follows_the_autograd_ascent():
         return head.score_modulated(maps, boxes_of(rel))
 
     def value_and_grad(rel):
-        scores, grad = scorer(boxes_of(rel))
-        return scores, rel_xywh_vjp(rel, start, grad, bounds)
+        unclipped = rel_to_xywh(rel, start)
+        scores, grad = scorer(clip_xywh(unclipped, bounds))
+        return scores, rel_xywh_vjp(grad, unclipped, start, bounds)
 
     kwargs = dict(step_length=[0.05, 0.05, 0.02, 0.02], num_iters=8, decay=0.5, mode="s1")
     expected = gradient_ascent(score_rel, torch.zeros_like(start), **kwargs)
@@ -217,3 +218,32 @@ def test_ascent_with_the_scorer_follows_the_autograd_ascent():
     torch.testing.assert_close(got.scores, expected.scores, rtol=1e-9, atol=1e-12)
     assert torch.equal(got.accepted, expected.accepted)
     assert (expected.accepted > 0).any() and (expected.y != 0).any()  # the ascent moved
+
+
+def test_gradient_dtype_follows_the_boxes_and_scores_the_features():
+    head, maps = _head(torch.float32, 10), _maps(torch.float32, 20)
+    boxes = _jittered_boxes(torch.float64, 10)
+    scores, grad = BoxScorer(head, maps)(boxes)
+    assert scores.dtype == torch.float32 and grad.dtype == torch.float64
+    expected_scores, expected_grad = _autograd(head, maps, boxes)  # score_modulated casts the boxes likewise
+    torch.testing.assert_close(scores, expected_scores, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-4, atol=1e-5 * float(expected_grad.abs().max()))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_cuda_matches_autograd(dtype):
+    head, maps = _head(dtype, 11), _maps(dtype, 21)
+    head, maps = head.cuda(), tuple(m.cuda() for m in maps)
+    boxes = _jittered_boxes(dtype, 11).cuda()
+    expected_scores, expected_grad = _autograd(head, maps, boxes)
+    scores, grad = BoxScorer(head, maps)(boxes)
+    assert scores.device == grad.device == boxes.device
+    tight = dtype == torch.float64
+    torch.testing.assert_close(
+        scores, expected_scores, rtol=1e-12 if tight else 1e-5, atol=1e-12 if tight else 1e-5
+    )
+    scale = float(expected_grad.abs().max())
+    torch.testing.assert_close(
+        grad, expected_grad, rtol=1e-10 if tight else 1e-4, atol=1e-12 if tight else 1e-5 * scale
+    )
