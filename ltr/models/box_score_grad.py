@@ -150,8 +150,7 @@ class BoxScorer:
     """f(x, y) of :meth:`EnergyBoxHead.score_modulated` for one image, with its exact box gradient.
 
     Built once per frame; calling it costs a fixed number of batched operations, none through autograd and
-    none reading values on the host, on any device. Not thread-safe (it keeps no state between calls, but
-    shares the head's cached folded layers).
+    none reading values on the host, on any device. It keeps no state between calls.
 
     Args:
         head: the box head, in eval mode (BatchNorm is folded into the Linear layers, cached per head).
@@ -256,23 +255,28 @@ class BoxScorer:
             bins = wx.shape[1]
             cols = torch.mm(wx.reshape(s * bins, width), maps_t).view(s, bins * channels, height)
             pooled = torch.bmm(cols, wy.transpose(1, 2))  # (S, P * C, Q)
-            hidden.append(torch.addmm(bias, pooled.view(s, -1), weight_t))  # (S, O)
+            hidden.append(torch.addmm(bias, pooled.view(s, weight_t.shape[0]), weight_t))  # (S, O)
             saved.append((cols, wy))
         return geo, saved, torch.cat(hidden, dim=1)
+
+    def _predict(self, hidden: Tensor) -> Tensor:
+        """Scores (S,) from the pre-ReLU activations (S, O2 + O3)."""
+        bias = self.folded.predictor_bias.expand(hidden.shape[0])
+        return torch.addmv(bias, torch.relu(hidden), self.folded.predictor)
 
     def score(self, boxes_xywh: Tensor) -> Tensor:
         """Scores (1, S) of boxes (1, S, 4) xywh image pixels, forward only."""
         xyxy = self._xyxy(boxes_xywh)
         with torch.no_grad():
             _, _, hidden = self._forward(xyxy, tents=False)
-            return torch.addmv(self.folded.predictor_bias, torch.relu(hidden), self.folded.predictor)[None]
+            return self._predict(hidden)[None]
 
     def __call__(self, boxes_xywh: Tensor) -> tuple[Tensor, Tensor]:
         """(scores (1, S), d scores / d boxes_xywh (1, S, 4)) for boxes (1, S, 4) xywh image pixels."""
         xyxy = self._xyxy(boxes_xywh)
         with torch.no_grad():
             geo, saved, hidden = self._forward(xyxy, tents=True)
-            scores = torch.addmv(self.folded.predictor_bias, torch.relu(hidden), self.folded.predictor)
+            scores = self._predict(hidden)
             grad_hidden = self.folded.predictor * (hidden > 0).to(hidden.dtype)  # relu'(0) = 0, as autograd
             s = xyxy.shape[0]
             grad_w = torch.zeros(geo.weights.shape, dtype=self.dtype, device=hidden.device)  # d f / d weights

@@ -247,3 +247,10 @@ def test_cuda_matches_autograd(dtype):
     torch.testing.assert_close(
         grad, expected_grad, rtol=1e-10 if tight else 1e-4, atol=1e-12 if tight else 1e-5 * scale
     )
+
+
+def test_no_boxes():
+    head, maps = _head(torch.float64, 12), _maps(torch.float64, 22)
+    scores, grad = BoxScorer(head, maps)(torch.zeros(1, 0, 4, dtype=torch.float64))
+    assert scores.shape == (1, 0) and grad.shape == (1, 0, 4)
+    assert BoxScorer(head, maps).score(torch.zeros(1, 0, 4, dtype=torch.float64)).shape == (1, 0)
