@@ -60,8 +60,11 @@ def gradient_ascent(
     """
     if mode not in ("s1", "plain"):
         raise ValueError(f"ascent mode must be 's1' or 'plain', got {mode!r}")
-    step = torch.as_tensor(step_length, dtype=y0.dtype, device=y0.device)
-    lam = step.expand(y0.shape).clone() if step.ndim else torch.full_like(y0, float(step))
+    if isinstance(step_length, (int, float)):  # a host number: no device round trip
+        lam = torch.full_like(y0, float(step_length))
+    else:
+        step = torch.as_tensor(step_length, dtype=y0.dtype, device=y0.device)
+        lam = step.expand(y0.shape).clone()
     y = y0.detach()
 
     def evaluate(y: Tensor) -> tuple[Tensor, Tensor]:

@@ -39,13 +39,14 @@ Pair = tuple[Tensor, Tensor]
 class WindowFeatures(NamedTuple):
     """Test features of a window of the maps (see :meth:`EnergyBoxHead.get_test_features_window`).
 
-    feats: ((N, M2, h2, w2), (N, M3, h3, w3)); origin: (ox, oy) image pixels of the window's first cell;
-    valid_xyxy: (x1, y1, x2, y2) image pixels, the region where boxes score exactly (infinite at map borders).
+    feats: ((N, M2, h2, w2), (N, M3, h3, w3)); origin: (2,) float64 (ox, oy) image pixels of the window's
+    first cell; valid_xyxy: (4,) float64 (x1, y1, x2, y2) image pixels, the region where boxes score exactly
+    (infinite at map borders). Both tensors are on the features' device.
     """
 
     feats: Pair
-    origin: tuple[int, int]
-    valid_xyxy: tuple[float, float, float, float]
+    origin: Tensor
+    valid_xyxy: Tensor
 
 
 def _conv_bn_relu(cin: int, cout: int, *, kernel_size: int = 3, padding: int = 1) -> nn.Sequential:
@@ -171,59 +172,77 @@ class EnergyBoxHead(nn.Module):
         return self.test_conv2(f2), self.test_conv3(f3)
 
     def get_test_features_window(
-        self, test_feats: Sequence[Tensor], window_xyxy: Sequence[float]
+        self, test_feats: Sequence[Tensor], window_xyxy: Tensor, extent_wh: tuple[float, float]
     ) -> WindowFeatures:
-        """Test features computed only where boxes inside ``window_xyxy`` can read them.
+        """Test features computed only where boxes inside ``window_xyxy`` can read them, without host reads.
 
         Args:
             test_feats: (layer2, layer3) backbone features (N, C, H, W).
-            window_xyxy: (x1, y1, x2, y2) image pixels (host numbers): the region the boxes will stay in.
+            window_xyxy: (4,) tensor (x1, y1, x2, y2) image pixels, on the features' device: the region the
+                boxes will stay in. Only its corner decides where the window lies, and it is never read on the
+                host, so a tracker can place the window at a position it computed on the device.
+            extent_wh: host numbers, upper bounds of the window's width ``x2 - x1`` and height ``y2 - y1``:
+                they fix the window's size in cells (shapes must be host numbers).
 
         Returns:
             :class:`WindowFeatures`: ((N, M2, h2, w2), (N, M3, h3, w3)) test features of a window of the
-            maps, the window's origin ``(ox, oy)`` in image pixels, and ``valid_xyxy``: a box ``b`` (xywh)
-            inside ``valid_xyxy`` (which contains ``window_xyxy``; infinite on sides where the window reaches
-            the map's border) scores on these features, shifted to ``b - (ox, oy, 0, 0)``, exactly as on the
-            full maps of :meth:`get_test_features`.
+            maps, the window's origin (2,) ``(ox, oy)`` in image pixels, and ``valid_xyxy`` (4,): a box ``b``
+            (xywh) inside ``valid_xyxy`` (which contains ``window_xyxy``; infinite on sides where the window
+            reaches the map's border) scores on these features, shifted to ``b - (ox, oy, 0, 0)``, exactly
+            as on the full maps of :meth:`get_test_features`. Both are tensors on the features' device.
 
         The origin is a multiple of every stride, so one pixel shift serves both levels. Each level's window
-        is the cells a box inside ``window_xyxy`` weighs on (PrRoIPool: cells floor(x1/s) .. ceil(x2/s)); its
-        convolutions run on that window plus a halo of their receptive field (cut at the map), and the halo is
-        trimmed, so the kept cells are computed from the same inputs, with the same zero padding at the map's
-        border, as on the full map.
+        covers the cells a box inside ``window_xyxy`` weighs on (PrRoIPool: cells floor(x1/s) .. ceil(x2/s));
+        its size is the bound that ``extent_wh`` gives, at most the map's. The window and a halo of the
+        convolutions' receptive field are gathered with device indices; cells outside the map are zeroed
+        before and after every conv block, which is the zero padding the full map's convolutions see and the
+        zero beyond the map that PrRoIPool integrates, and the halo is trimmed.
         """
         f2, f3 = _check_pair(test_feats, "test_feats")
-        x1, y1, x2, y2 = (float(v) for v in window_xyxy)
-        if not all(map(math.isfinite, (x1, y1, x2, y2))) or x2 < x1 or y2 < y1:
-            raise ValueError(
-                f"window_xyxy must be finite (x1, y1, x2, y2) with x2 >= x1, y2 >= y1; got {window_xyxy}"
-            )
+        ew, eh = (float(v) for v in extent_wh)
+        if not (math.isfinite(ew) and math.isfinite(eh) and ew >= 0 and eh >= 0):
+            raise ValueError(f"extent_wh must be two finite numbers >= 0, got {extent_wh}")
+        if not isinstance(window_xyxy, Tensor) or window_xyxy.shape != (4,):
+            raise ValueError(f"window_xyxy must be a (4,) tensor (x1, y1, x2, y2), got {window_xyxy!r}")
+        device = f2.device
+        window = window_xyxy.to(device=device, dtype=torch.float64).nan_to_num(0.0)
         align = math.lcm(*self.strides)
         # the origin must be a cell of every level's map: at most the last sample's pixel on each
         last_x = min((f.shape[-1] - 1) * s for f, s in zip((f2, f3), self.strides, strict=True))
         last_y = min((f.shape[-2] - 1) * s for f, s in zip((f2, f3), self.strides, strict=True))
-        ox = math.floor(min(max(x1, 0.0), last_x) / align) * align
-        oy = math.floor(min(max(y1, 0.0), last_y) / align) * align
+        last = torch.tensor([last_x, last_y], dtype=torch.float64, device=device)
+        origin = torch.floor(torch.minimum(window[:2].clamp(min=0.0), last) / align) * align  # (2,) ox, oy
         out = []
-        right = bottom = math.inf
+        inf = torch.tensor(math.inf, dtype=torch.float64, device=device)
+        far = [inf, inf]  # right, bottom
         for feat, conv, stride in zip(
             (f2, f3), (self.test_conv2, self.test_conv3), self.strides, strict=True
         ):
             height, width = feat.shape[-2:]
             halo = _halo(conv)
-            r0, c0 = oy // stride, ox // stride
-            r1 = min(max(math.ceil(y2 / stride) + 1, r0 + 1), height)  # exclusive ends
-            c1 = min(max(math.ceil(x2 / stride) + 1, c0 + 1), width)
-            a, b = max(r0 - halo, 0), max(c0 - halo, 0)
-            part = conv(feat[:, :, a : min(r1 + halo, height), b : min(c1 + halo, width)])
-            out.append(part[:, :, r0 - a : r1 - a, c0 - b : c1 - b])
-            # a box edge at x reads cells up to ceil(x / stride): exact while that cell was computed
-            if c1 < width:
-                right = min(right, float((c1 - 1) * stride))
-            if r1 < height:
-                bottom = min(bottom, float((r1 - 1) * stride))
-        valid = (float(ox) if ox > 0 else -math.inf, float(oy) if oy > 0 else -math.inf, right, bottom)
-        return WindowFeatures((out[0], out[1]), (ox, oy), valid)
+            # cells c0 .. ceil(x2 / s) with x2 - ox < extent + align: at most this many
+            cells = [min(math.ceil((e + align) / stride) + 2, n) for e, n in ((ew, width), (eh, height))]
+            start = (origin / stride).round().long()  # (2,) c0, r0
+            index, inside = [], []
+            for k, (n, size) in enumerate(zip(cells, (width, height), strict=True)):
+                i = start[k] - halo + torch.arange(n + 2 * halo, device=device)
+                index.append(i.clamp(0, size - 1))
+                inside.append((i >= 0) & (i < size))
+                # a box edge at x reads cells up to ceil(x / stride): exact while that cell was computed
+                end = start[k] + n  # exclusive
+                far[k] = torch.minimum(far[k], torch.where(end < size, ((end - 1) * stride).double(), inf))
+            mask = (inside[1][:, None] & inside[0][None, :]).to(feat.dtype)  # (rows, cols)
+            x = feat.index_select(2, index[1]).index_select(3, index[0]) * mask
+            for block in conv.children():
+                if sum(isinstance(m, nn.Conv2d) for m in block.modules()) != 1:
+                    raise ValueError(
+                        "windowed test features need one convolution per block of the test branch"
+                    )
+                x = block(x) * mask
+            out.append(x[:, :, halo : halo + cells[1], halo : halo + cells[0]])
+        near = torch.where(origin > 0, origin, -inf)
+        valid = torch.cat([near, torch.stack(far)])
+        return WindowFeatures((out[0], out[1]), origin, valid)
 
     @staticmethod
     def modulate(modulation: Pair, test_feats: Pair) -> Pair:

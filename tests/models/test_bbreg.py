@@ -83,6 +83,12 @@ def _boxes_in(region, count, generator):
     return torch.stack([xs[:, 0], ys[:, 0], xs[:, 1] - xs[:, 0], ys[:, 1] - ys[:, 0]], dim=1)[None]
 
 
+def _window(head, test, window):
+    """The window features for a host (x1, y1, x2, y2), its own extent as the size bound."""
+    w = torch.tensor(window, dtype=torch.float64)
+    return head.get_test_features_window(test, w, (window[2] - window[0], window[3] - window[1]))
+
+
 @pytest.mark.parametrize(
     "window",
     [
@@ -96,15 +102,16 @@ def _boxes_in(region, count, generator):
 def test_windowed_test_features_score_exactly_as_the_full_maps(window):
     head, mod, test = _double_head()
     full = head.modulate(mod, head.get_test_features(test))
-    part = head.get_test_features_window(test, window)
+    part = _window(head, test, window)
     assert part.origin[0] % 16 == 0 and part.origin[1] % 16 == 0
-    lo, hi = part.valid_xyxy[:2], part.valid_xyxy[2:]
+    valid = part.valid_xyxy.tolist()
+    lo, hi = valid[:2], valid[2:]
     assert lo[0] <= max(window[0], 0) and lo[1] <= max(window[1], 0)
     assert hi[0] >= min(window[2], 351) and hi[1] >= min(window[3], 351)
     # the valid region where it is finite, else 20 px beyond the map (boxes may leave the map there)
-    region = [v if math.isfinite(v) else (-20.0 if i < 2 else 372.0) for i, v in enumerate(part.valid_xyxy)]
+    region = [v if math.isfinite(v) else (-20.0 if i < 2 else 372.0) for i, v in enumerate(valid)]
     boxes = _boxes_in(region, 64, torch.Generator().manual_seed(0))
-    shift = torch.tensor([*part.origin, 0.0, 0.0], dtype=torch.float64)
+    shift = torch.cat([part.origin, torch.zeros(2, dtype=torch.float64)])
     expected = head.score_modulated(full, boxes)
     got = head.score_modulated(head.modulate(mod, part.feats), boxes - shift)
     torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-10)
@@ -116,9 +123,10 @@ def test_windowed_features_differ_beyond_the_valid_region():
     """The check above can fail: a box reaching past a clipped side scores differently."""
     head, mod, test = _double_head()
     full = head.modulate(mod, head.get_test_features(test))
-    part = head.get_test_features_window(test, (90.0, 100.0, 170.0, 180.0))
-    box = torch.tensor([[[120.0, 120.0, part.valid_xyxy[2] - 120.0 + 30.0, 40.0]]], dtype=torch.float64)
-    shift = torch.tensor([*part.origin, 0.0, 0.0], dtype=torch.float64)
+    part = _window(head, test, (90.0, 100.0, 170.0, 180.0))
+    right = float(part.valid_xyxy[2])
+    box = torch.tensor([[[120.0, 120.0, right - 120.0 + 30.0, 40.0]]], dtype=torch.float64)
+    shift = torch.cat([part.origin, torch.zeros(2, dtype=torch.float64)])
     a = head.score_modulated(full, box)
     b = head.score_modulated(head.modulate(mod, part.feats), box - shift)
     assert (a - b).abs().item() > 1e-6
@@ -138,5 +146,7 @@ def test_single_image_scoring_matches_the_batched_path():
 
 def test_bad_window_is_a_clear_error():
     head, _, test = _double_head()
+    with pytest.raises(ValueError, match="extent_wh"):
+        head.get_test_features_window(test, torch.zeros(4), (-5.0, 10.0))
     with pytest.raises(ValueError, match="window_xyxy"):
-        head.get_test_features_window(test, (10.0, 10.0, 5.0, 20.0))
+        head.get_test_features_window(test, (10.0, 10.0, 5.0, 20.0), (5.0, 10.0))

@@ -53,3 +53,38 @@ def test_initial_samples_keep_their_minimum_share():
 def test_too_many_initial_samples():
     with pytest.raises(ValueError, match="do not fit"):
         SampleMemory(3, init_min_weight=0.25).initialize(torch.zeros(4, 1, 1, 1), torch.zeros(4, 4))
+
+
+def _sync_free(size=8, num_init=3):
+    mem = SampleMemory(size, init_min_weight=0.25, sync_free=True)
+    feats = torch.arange(num_init, dtype=torch.float32).reshape(num_init, 1, 1, 1).expand(num_init, 2, 3, 3)
+    mem.initialize(feats.clone(), torch.ones(num_init, 4))
+    return mem
+
+
+def test_sync_free_memory_follows_the_counting_memory_and_masks_updates():
+    """Every slot with zero-weight unused ones; a masked-off update changes nothing; a masked-on one is the
+    counting memory's, also once the memory is full (lightest non-initial sample replaced)."""
+    counting, free = make(size=8, num_init=3), _sync_free(size=8, num_init=3)
+    learn_flags = [True, False, True, True, False, True, True, True, True, False, True]
+    for i, learn in enumerate(learn_flags):
+        feature, box = torch.full((1, 2, 3, 3), 10.0 + i), torch.tensor([i, 2.0, 3.0, 4.0])
+        lr = 0.3 if i % 3 else 0.1
+        before = [t.clone() for t in free.filled()]
+        free.add(feature, box, torch.tensor(lr), torch.tensor(learn))
+        if learn:
+            counting.add(feature, box, lr)
+        else:
+            assert all(torch.equal(a, b) for a, b in zip(before, free.filled(), strict=True))
+        f, b, w = free.filled()
+        assert f.shape[0] == 8 and float(w.sum()) == pytest.approx(1.0)
+        k = counting.count
+        assert torch.all(w[k:] == 0)
+        for got, want in zip((f[:k], b[:k], w[:k]), counting.filled(), strict=True):
+            torch.testing.assert_close(got, want)
+    assert counting.count == 8  # the run filled the memory and replaced samples
+
+
+def test_learn_flag_needs_a_sync_free_memory():
+    with pytest.raises(ValueError, match="sync_free"):
+        make().add(torch.zeros(1, 2, 3, 3), torch.ones(4), 0.1, torch.tensor(True))

@@ -88,25 +88,31 @@ def _to_torch(
 
 def crop_frame(
     frame: Frame,
-    box_xywh: Tensor,
+    box_xywh: Tensor | np.ndarray,
     search_area_factor: float,
     output_size: int,
     *,
     mode: str,
     max_scale_change: float,
+    device: torch.device | None = None,
 ) -> tuple[Tensor, CropTransform]:
-    """One crop of a prepared frame around ``box_xywh`` (4,) xywh image pixels (a tensor on the device).
+    """One crop of a prepared frame around ``box_xywh`` (4,) xywh image pixels.
 
-    Returns crops (1, 3, S, S) float32 on the box's device and a transform with ``scale`` (1,) and
-    ``offset`` (1, 2) tensors.
+    The box is a tensor or a host array; a numpy frame is cropped on the host, so give it the host copy of
+    the box (a device tensor would be read back). ``device`` (default: the box tensor's) receives the crop.
+
+    Returns crops (1, 3, S, S) float32 and a transform with ``scale`` (1,) and ``offset`` (1, 2) tensors.
     """
+    if device is None:
+        device = box_xywh.device if isinstance(box_xywh, Tensor) else torch.device("cpu")
     if isinstance(frame, np.ndarray):
-        box = box_xywh.detach().reshape(1, 4).cpu().numpy().astype(np.float64)
+        if isinstance(box_xywh, Tensor):
+            box_xywh = box_xywh.detach().cpu().numpy()
+        box = np.asarray(box_xywh, dtype=np.float64).reshape(1, 4)
         crops, tf = sample_target_crops([frame], box, search_area_factor, output_size, mode, max_scale_change)
-        return _to_torch(crops, tf, box_xywh.device)
-    return sample_target_crops(
-        frame, box_xywh.reshape(1, 4), search_area_factor, output_size, mode, max_scale_change
-    )
+        return _to_torch(crops, tf, device)
+    box_t = torch.as_tensor(box_xywh, dtype=torch.float32, device=device).reshape(1, 4)
+    return sample_target_crops(frame, box_t, search_area_factor, output_size, mode, max_scale_change)
 
 
 def crop_frame_single(

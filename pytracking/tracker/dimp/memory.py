@@ -5,7 +5,10 @@ gets weight ``lr`` after the others are scaled by ``1 - lr``; it goes into the n
 memory is full, replaces the non-initial sample with the smallest weight. After every update the initial
 samples are given at least ``init_min_weight`` of the total weight (their share is scaled up, the rest down).
 The slot is chosen on the device (``argmin``): no host synchronisation; only the count of filled slots is a
-host integer.
+host integer. With ``sync_free=True`` even that goes: :meth:`SampleMemory.add` takes a device flag that
+masks the whole update, so the host cannot know how many slots are filled; :meth:`SampleMemory.filled` then
+returns every slot, the unused ones with weight 0 (they add nothing to the filter optimiser's objective), and
+a new sample goes to the first slot of smallest weight, which is the next unused one.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from torch import Tensor
 class SampleMemory:
     """Slots of classification features (M, C, H, W), boxes (M, 4) xywh crop pixels and weights (M,)."""
 
-    def __init__(self, size: int, *, init_min_weight: float) -> None:
+    def __init__(self, size: int, *, init_min_weight: float, sync_free: bool = False) -> None:
         self.size = size
+        self.sync_free = sync_free
         self.init_min_weight = init_min_weight
         self.features: Tensor | None = None
         self.boxes: Tensor | None = None
@@ -38,22 +42,30 @@ class SampleMemory:
         self.weights = features.new_zeros(self.size)
         self.features[:n] = features
         self.boxes[:n] = boxes
+        self.boxes[n:] = boxes[
+            :1
+        ]  # unused slots get a valid box: the optimiser still builds their label maps
         self.weights[:n] = 1.0 / n
         self.num_init = n
         self.count = n
 
-    def add(self, feature: Tensor, box: Tensor, lr: float) -> None:
-        """Insert one sample (1, C, H, W) with its (4,) box and learning rate ``lr`` in (0, 1)."""
+    def add(self, feature: Tensor, box: Tensor, lr: float | Tensor, learn: Tensor | None = None) -> None:
+        """Insert one sample (1, C, H, W) with its (4,) box and learning rate ``lr`` in (0, 1) (a float or a
+        () tensor); with ``learn`` (a () bool tensor, sync-free memories only) the memory changes only where
+        it is true."""
         if self.weights is None:
             raise RuntimeError("SampleMemory.add before initialize")
-        w = self.weights * (1.0 - lr)
-        if self.count < self.size:
+        if learn is not None and not self.sync_free:
+            raise ValueError("SampleMemory.add: a device 'learn' flag needs a sync_free memory")
+        old = self.weights
+        w = old * (1.0 - lr)
+        if not self.sync_free and self.count < self.size:
             index = torch.tensor([self.count], device=w.device)
             self.count += 1
         else:
             rest = w[self.num_init :]
             index = (torch.argmin(rest) + self.num_init).reshape(1)
-        w = w.index_fill(0, index, lr)
+        w = w.index_fill(0, index, torch.as_tensor(lr, dtype=w.dtype, device=w.device))
         w = w / w.sum()
         init_share = w[: self.num_init].sum()
         # give the initial samples at least init_min_weight in total (no-op when they already have it)
@@ -62,11 +74,18 @@ class SampleMemory:
         rest_share = (1.0 - init_share).clamp(min=1e-12)
         scale_rest = torch.where(need, (1.0 - self.init_min_weight) / rest_share, 1.0)
         w = torch.cat([w[: self.num_init] * scale_init, w[self.num_init :] * scale_rest])
+        feature = feature.to(self.features.dtype)
+        box = box.reshape(1, 4).to(self.boxes.dtype)
+        if learn is not None:
+            w = torch.where(learn, w, old)
+            feature = torch.where(learn, feature, self.features.index_select(0, index))
+            box = torch.where(learn, box, self.boxes.index_select(0, index))
         self.weights = w
-        self.features.index_copy_(0, index, feature.to(self.features.dtype))
-        self.boxes.index_copy_(0, index, box.reshape(1, 4).to(self.boxes.dtype))
+        self.features.index_copy_(0, index, feature)
+        self.boxes.index_copy_(0, index, box)
 
     def filled(self) -> tuple[Tensor, Tensor, Tensor]:
-        """The filled slots: features (K, C, H, W), boxes (K, 4), weights (K,) summing to 1."""
-        k = self.count
+        """The filled slots: features (K, C, H, W), boxes (K, 4), weights (K,) summing to 1 (every slot in a
+        sync-free memory, the unused ones with weight 0)."""
+        k = self.size if self.sync_free else self.count
         return self.features[:k], self.boxes[:k], self.weights[:k]

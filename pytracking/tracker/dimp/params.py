@@ -134,6 +134,11 @@ class DiMPParams:
     refine_window: float | None = 1.0
     # runtime
     channels_last: bool = True
+    #: True: no host read of device values in a frame but the output box: the localisation state masks
+    #: (torch.where) instead of branching, so refinement always runs, the memory update is masked and a
+    #: hard-negative filter step runs every frame. False: read the state once per frame and skip the work it
+    #: does not need (cheaper where a host read costs nothing). None: True on CUDA, False elsewhere.
+    sync_free: bool | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -148,5 +153,7 @@ class DiMPParams:
             raise ValueError("DiMPParams learning rates must be in (0, 1)")
         if self.refine_window is not None and not self.refine_window >= 0:
             raise ValueError(f"DiMPParams.refine_window must be None or >= 0, got {self.refine_window!r}")
+        if self.sync_free not in (None, True, False):
+            raise ValueError(f"DiMPParams.sync_free must be None, True or False, got {self.sync_free!r}")
         if self.refine_top_k < 1 or self.num_random_boxes < 0:
             raise ValueError("DiMPParams: refine_top_k must be >= 1 and num_random_boxes >= 0")

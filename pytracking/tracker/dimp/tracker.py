@@ -8,9 +8,13 @@ Per frame: search crop at the current position and scale with the shared crop fu
 (:mod:`.localize`), box refinement (:mod:`.refine`), sample-memory update (:mod:`.memory`) and periodic
 filter optimisation with the network's own steepest-descent optimizer.
 
-Host synchronisation: the state stays on the device as tensors; each frame reads the localisation state once
-(it decides whether to refine, learn and optimise; the refinement window's bounds come in the same read) and
-the output box once. The refinement scores boxes with the single-image PrRoIPool
+Host synchronisation (``params.sync_free``): the state stays on the device as tensors, and the crop is
+placed with the host copy of the previous output box. Sync-free (the default on CUDA), a frame reads nothing
+back but its output box: the localisation state masks instead of branching (refinement always runs and its
+result is dropped when the target is not found; the memory update is masked; a hard-negative filter step runs
+every frame and is kept only on hard negatives). Otherwise (the default on a CPU, where a read costs nothing)
+the state is read once and the frame skips the work it does not need. The refinement window is placed on the
+device and sized from the host box; box scoring uses the single-image PrRoIPool
 (:func:`ltr.ops.prroi_pool_image`), which never reads device values. Everything runs under ``torch.no_grad``
 with the weights frozen; the refinement turns autograd on for the box coordinates only.
 
@@ -29,6 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ltr.data.crop import crop_region
 from ltr.models.target_classifier import apply_filter, score_cell_to_pixel
 from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
 from pytracking.tracker.dimp.augment import augmented_samples, feature_dropout
@@ -84,6 +89,7 @@ class DiMPTracker:
         )
         self._mean = torch.tensor(geometry.normalize_mean, device=self.device).reshape(1, 3, 1, 1) * 255.0
         self._std = torch.tensor(geometry.normalize_std, device=self.device).reshape(1, 3, 1, 1) * 255.0
+        self.sync_free = params.sync_free if params.sync_free is not None else self.device.type == "cuda"
         self.generator = torch.Generator().manual_seed(params.seed)
         self.frame_num = 0
         #: tensors of the last frame for visualisation (scores, state, refinement boxes in image pixels)
@@ -104,43 +110,83 @@ class DiMPTracker:
     def _box(self) -> Tensor:
         return torch.cat([self.centre - 0.5 * self.size, self.size])
 
-    def _refine_window(self, position: Tensor, size: Tensor) -> Tensor:
-        """(4,) xyxy crop pixels: the classifier box (centre ``position`` (2,), ``size`` (2,)) widened by
-        ``refine_window`` x sqrt(w h) on every side; (0,) when refinement is off or uses the whole maps."""
+    def _refine_window(self, position: Tensor, host_box: np.ndarray, host_wh: tuple[int, int]):
+        """The refinement window around the classifier box (centre ``position`` (2,) crop px, the current size):
+        a (4,) xyxy crop-pixel tensor, widened by ``refine_window`` x sqrt(w h) on every side, and host bounds
+        (w, h) of its extent from the host box (4,) xywh image px and the frame size; None when refinement is
+        off or uses the whole maps."""
         margin = self.params.refine_window
         if not self.params.refine or margin is None:
-            return size.new_zeros(0)
-        half = 0.5 * size + margin * torch.sqrt(size.prod().clamp(min=0))
-        return torch.cat([position - half, position + half]).nan_to_num(0.0)
+            return None
+        geo = self.geometry
+        region = crop_region(
+            host_box.reshape(1, 4),
+            geo.search_area_factor,
+            host_wh,
+            mode=geo.crop_mode,
+            max_scale_change=geo.max_scale_change,
+        )
+        side = float(region[0, 2])
+        size = np.maximum(host_box[2:], 0.0) * (geo.crop_size / side)  # crop px
+        half = 0.5 * size + margin * np.sqrt(size.prod())
+        # the device size is this one up to float32 rounding and the numpy crop's rounding of the region to
+        # whole pixels (its side moves by at most 1 px): a relative 1% + 2/side and 1 px cover both
+        slack = 1.01 + 2.0 / max(side, 1.0)
+        extent = (float(2 * slack * half[0] + 1.0), float(2 * slack * half[1] + 1.0))
+        size_t = self.size.new_tensor(size)
+        half_t = 0.5 * size_t + margin * torch.sqrt(size_t.prod())
+        return torch.cat([position - half_t, position + half_t]).nan_to_num(0.0), extent
 
-    def _box_scorer(
-        self, feats: list[Tensor], window: list[float]
-    ) -> tuple[Callable[[Tensor], Tensor], Tensor | None]:
+    def _box_scorer(self, feats: list[Tensor], window) -> tuple[Callable[[Tensor], Tensor], Tensor | None]:
         """The refinement's score function (1, S, 4) xywh crop px -> (1, S) and the (4,) xyxy bounds the boxes
         must stay in for it to be exact (None without a window: no bounds)."""
         head = self.net.box_head
         bounds = None
-        if window:
-            part = head.get_test_features_window(feats, window)
-            test, origin = part.feats, part.origin
-            bounds = torch.tensor(part.valid_xyxy, device=self.device)
+        if window is not None:
+            part = head.get_test_features_window(feats, *window)
+            test = part.feats
+            shift = torch.cat([part.origin, part.origin.new_zeros(2)]).float()
+            bounds = part.valid_xyxy.float()
         else:
-            test, origin = head.get_test_features(feats), (0, 0)
+            test = head.get_test_features(feats)
+            shift = torch.zeros(4, device=self.device)
         # PrRoIPool multiplies (H, W) matrices per channel: standard layout, not channels_last
         modulated = tuple(f.contiguous() for f in head.modulate(self.modulation, test))
-        shift = torch.tensor([*origin, 0.0, 0.0], device=self.device)
 
         def score_fn(boxes: Tensor) -> Tensor:
             return head.score_modulated(modulated, boxes - shift)
 
         return score_fn, bounds
 
-    def _optimize(self, num_iter: int) -> None:
+    def _optimize(self, num_iter: int) -> list[Tensor]:
+        """Run the filter optimiser from the current filter; returns its iterates (num_iter + 1 filters)."""
         feats, boxes, weights = self.memory.filled()
         result = self.net.classifier.optimizer(
             self.filter, feats[:, None], boxes[:, None], sample_weight=weights[:, None], num_iter=num_iter
         )
         self.filter = result.filters
+        return result.iterates
+
+    def _update_masked(self, state: Tensor, clf: Tensor, sample_box: Tensor) -> None:
+        """The memory update and filter optimisation of the branching path, masked by the device ``state``.
+
+        A hard negative takes ``hard_negative_optim_iter`` steps, a normal sample on every
+        ``train_skipping``-th frame ``update_optim_iter``; the optimiser is stateless, so one run of the larger
+        count gives both as iterates.
+        """
+        p = self.params
+        hard = state == HARD_NEGATIVE
+        learn = hard | (state == NORMAL)
+        lr = torch.where(hard, p.hard_negative_learning_rate, p.learning_rate)
+        self.memory.add(clf, sample_box, lr, learn)
+        old = self.filter
+        if (self.frame_num - 1) % p.train_skipping == 0:
+            its = self._optimize(max(p.hard_negative_optim_iter, p.update_optim_iter))
+            keep = torch.where(learn, its[p.update_optim_iter], old)
+        else:
+            its = self._optimize(p.hard_negative_optim_iter)
+            keep = old
+        self.filter = torch.where(hard, its[p.hard_negative_optim_iter], keep)
 
     # ------------------------------------------------------------------------------------------------ API
     @torch.no_grad()
@@ -155,6 +201,7 @@ class DiMPTracker:
         self.image_wh = torch.tensor(frame_size_wh(image), dtype=torch.float32, device=self.device)
         box_t = torch.as_tensor(box, dtype=torch.float32, device=self.device)
         self.centre, self.size = self._clamp_state(box_t[:2] + 0.5 * box_t[2:].clamp(min=0), box_t[2:])
+        self._host_box = self._box().double().cpu().numpy()  # where the next crop goes
         samples = augmented_samples(
             image,
             self._box(),
@@ -170,7 +217,9 @@ class DiMPTracker:
         )
         clf = torch.cat([clf, drop])
         boxes = torch.cat([samples.boxes, samples.boxes[:1].expand(drop.shape[0], 4)])
-        self.memory = SampleMemory(p.memory_size, init_min_weight=p.init_samples_min_weight)
+        self.memory = SampleMemory(
+            p.memory_size, init_min_weight=p.init_samples_min_weight, sync_free=self.sync_free
+        )
         self.memory.initialize(clf, boxes)
         self.filter = self.net.classifier.initial_filter(clf[:, None], boxes[:, None])
         self._optimize(p.init_optim_iter)
@@ -186,16 +235,21 @@ class DiMPTracker:
             raise RuntimeError("DiMPTracker.track called before initialize")
         self.frame_num += 1
         geo, p, t = self.geometry, self.params, self.timer
+        # the refinement's random boxes depend on (seed, frame) only, not on which earlier frames refined:
+        # the branching and the sync-free paths draw the same boxes
+        self.generator.manual_seed(p.seed + 1_000_003 * self.frame_num)
         with t.stage("crop"):
             image = prepare_frame(frame, self.device)
-            self.image_wh = torch.tensor(frame_size_wh(image), dtype=torch.float32, device=self.device)
+            host_wh = frame_size_wh(image)
+            self.image_wh = torch.tensor(host_wh, dtype=torch.float32, device=self.device)
             crop, tf = crop_frame(
                 image,
-                self._box(),
+                self._host_box if isinstance(image, np.ndarray) else self._box(),
                 geo.search_area_factor,
                 geo.crop_size,
                 mode=geo.crop_mode,
                 max_scale_change=geo.max_scale_change,
+                device=self.device,
             )
             scale, offset = tf.scale[0], tf.offset[0]
             x = self._normalize(crop)
@@ -213,16 +267,15 @@ class DiMPTracker:
                 cell_to_pixel=self.cell_to_pixel,
                 thresholds=self.thresholds,
             )
-            window = self._refine_window(loc.position, size_crop)
-            # the one mid-frame host synchronisation: the state, and the refinement window's bounds with it
-            host = torch.cat([loc.state.reshape(1).to(size_crop.dtype), window]).tolist()
-            state = int(host[0])
+            window = self._refine_window(loc.position, self._host_box, host_wh)
+            # branching mode: the one mid-frame host read; sync-free: the state stays a device tensor
+            state = loc.state if self.sync_free else int(loc.state)
         refined = None
-        if state != NOT_FOUND:
+        if self.sync_free or state != NOT_FOUND:
             classifier_box = torch.cat([loc.position - 0.5 * size_crop, size_crop])
             with t.stage("refinement"):
                 if p.refine:
-                    score_fn, bounds = self._box_scorer([feats[n] for n in BOX_LAYERS], host[1:])
+                    score_fn, bounds = self._box_scorer([feats[n] for n in BOX_LAYERS], window)
                     refined = refine_box(
                         score_fn,
                         classifier_box,
@@ -243,18 +296,21 @@ class DiMPTracker:
                     box_crop = classifier_box
                 centre = (box_crop[:2] + 0.5 * box_crop[2:]) / scale + offset
                 size = box_crop[2:] / scale
-                if state == UNCERTAIN and not p.update_scale_when_uncertain:
-                    size = self.size
+                if not p.update_scale_when_uncertain:
+                    size = torch.where(loc.state == UNCERTAIN, self.size, size)
                 ok = torch.isfinite(centre).all() & torch.isfinite(size).all() & (size > 0).all()
+                ok = ok & (loc.state != NOT_FOUND)
                 centre, size = self._clamp_state(
                     torch.where(ok, centre, self.centre), torch.where(ok, size, self.size)
                 )
                 self.centre, self.size = centre, size
         with t.stage("update"):
-            if state in (NORMAL, HARD_NEGATIVE):
+            sample_box = torch.cat([(self.centre - 0.5 * self.size - offset) * scale, self.size * scale])
+            if self.sync_free:
+                self._update_masked(loc.state, clf, sample_box)
+            elif state in (NORMAL, HARD_NEGATIVE):
                 hard = state == HARD_NEGATIVE
                 lr = p.hard_negative_learning_rate if hard else p.learning_rate
-                sample_box = torch.cat([(self.centre - 0.5 * self.size - offset) * scale, self.size * scale])
                 self.memory.add(clf, sample_box, lr)
                 if hard:
                     self._optimize(p.hard_negative_optim_iter)
@@ -268,4 +324,6 @@ class DiMPTracker:
             if refined is None
             else refined.boxes / scale + torch.cat([offset, 0 * offset]),
         }
-        return self._box().double().cpu().numpy()
+        out = self._box().double().cpu().numpy()  # the frame's one host read
+        self._host_box = out.copy()
+        return out

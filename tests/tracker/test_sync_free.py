@@ -1,0 +1,101 @@
+"""The sync-free tracker: one host read per frame (the output box), and the same boxes as the branching path."""
+
+import numpy as np
+import pytest
+import torch
+
+from pytracking.tracker.dimp import DiMPParams, DiMPTracker, random_network
+from pytracking.tracker.dimp.localize import HARD_NEGATIVE, NORMAL, NOT_FOUND, UNCERTAIN
+from pytracking.tracker.host_reads import HostReads
+from tests.tracker.helpers import random_frame
+
+OUTPUT_READ = ["cpu", "numpy"]  # self._box().double().cpu().numpy()
+
+
+def test_host_reads_records_the_reading_calls_only():
+    t = torch.tensor([1.5, -2.0])
+    with HostReads() as reads:
+        _ = (t * 2 + 1).sum(0)  # device work: not a read
+        _ = t[0].item(), t.tolist(), int(t[0]), float(t[1]), t.numpy(), t[t > 0], torch.nonzero(t)
+        if t[0] > 0:
+            pass
+        _ = [0, 1, 2][torch.tensor(1)]
+    assert reads.names == [
+        "item",
+        "tolist",
+        "__int__",
+        "__float__",
+        "numpy",
+        "__getitem__",
+        "nonzero",
+        "__bool__",
+        "__index__",
+    ]
+
+
+def _run(loaded, frames, init, **params):
+    tracker = DiMPTracker(loaded.net, loaded.geometry, DiMPParams(train_setting="nce_plus_tiny", **params))
+    tracker.initialize(frames[0], init)
+    boxes, states, reads = [], [], []
+    for frame in frames[1:]:
+        with HostReads() as r:
+            boxes.append(tracker.track(frame))
+        reads.append(r.names)
+        states.append(int(tracker.debug_info["state"]))
+    return np.stack(boxes), states, reads
+
+
+@pytest.fixture(scope="module")
+def scene():
+    rng = np.random.default_rng(11)
+    frames = [random_frame(rng, 240, 320) for _ in range(13)]
+    return random_network("nce_plus_tiny", crop_size=192), frames, [140.0, 100.0, 24.0, 20.0]
+
+
+# random weights score about 0.01-0.05: these thresholds give every state (see the assertion on the states)
+THRESHOLDS = [
+    {"target_not_found_threshold": 0.02, "distractor_threshold": 1.0, "hard_negative_threshold": 0.8},
+    {"target_not_found_threshold": 0.0, "distractor_threshold": 0.8, "update_scale_when_uncertain": False},
+]
+
+
+def test_sync_free_frames_read_only_the_output_box_and_match_the_branching_path(scene):
+    loaded, frames, init = scene
+    seen = set()
+    for thresholds in THRESHOLDS:
+        common = {"train_skipping": 3, **thresholds}  # filter optimisations on several frames
+        free, free_states, free_reads = _run(loaded, frames, init, sync_free=True, **common)
+        branch, states, branch_reads = _run(loaded, frames, init, sync_free=False, **common)
+        assert free_states == states
+        seen.update(states)
+        assert all(r == OUTPUT_READ for r in free_reads), free_reads
+        assert all(r == ["__int__", *OUTPUT_READ] for r in branch_reads), branch_reads  # the state, once
+        # masking instead of branching does the same arithmetic on the kept values
+        np.testing.assert_array_equal(free, branch)
+    assert seen == {NOT_FOUND, UNCERTAIN, HARD_NEGATIVE, NORMAL}
+
+
+def test_sync_free_is_the_default_on_cuda_only():
+    loaded = random_network("nce_plus_tiny", crop_size=64)
+    assert not DiMPTracker(loaded.net, loaded.geometry, DiMPParams(train_setting="nce_plus_tiny")).sync_free
+    params = DiMPParams(train_setting="nce_plus_tiny", sync_free=True)
+    assert DiMPTracker(loaded.net, loaded.geometry, params).sync_free
+    with pytest.raises(ValueError, match="sync_free"):
+        DiMPParams(train_setting="nce_plus_tiny", sync_free="yes")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_reports_one_synchronisation_per_frame(scene):
+    loaded, frames, init = scene
+    net = random_network("nce_plus_tiny", "cuda", crop_size=192)
+    tracker = DiMPTracker(net.net, net.geometry, DiMPParams(train_setting="nce_plus_tiny"))
+    tracker.initialize(frames[0], init)
+    tracker.track(frames[1])
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with pytest.warns(UserWarning) as record:
+            tracker.track(frames[2])
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert len([w for w in record if "synchroniz" in str(w.message)]) == 1
