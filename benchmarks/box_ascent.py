@@ -15,8 +15,10 @@ refinement as the tracker does: S = 10 candidate boxes (a 48 x 71 px box and 9 j
   (forward-only last step with ``BoxScorer.score``).
 
 Printed per thread count: median wall ms of one ascent for each path, the ratio autograd / closed form (above
-1.0: the closed form is faster), the ratio of the best times, and the largest difference of the refined boxes
-between the paths (pixels). Run on a quiet machine (timings of a shared 2-core machine vary by +-20%).
+1.0: the closed form is faster) of the median wall times, of the best wall times (closest to an idle machine)
+and of the median process CPU times, and the largest difference of the refined boxes between the paths
+(pixels). Run on a quiet machine (timings of a shared 2-core machine vary by +-20%); at 2 threads on a busy
+machine the wall times mostly measure waiting for the other core.
 """
 
 from __future__ import annotations
@@ -86,22 +88,26 @@ def make_ascents(
 
 
 def time_ascents(ascents: dict[str, Callable[[], torch.Tensor]], repeats: int, device: torch.device):
-    """Median and best wall ms per path, calls alternated; plus the refined boxes of each path."""
+    """Median wall ms, best wall ms and median process CPU ms per path, calls alternated; plus the refined
+    boxes of each path."""
 
     def sync() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
     times: dict[str, list[float]] = {name: [] for name in ascents}
+    cpu: dict[str, list[float]] = {name: [] for name in ascents}
     results = {name: fn() for name, fn in ascents.items()}  # warm-up
     for _ in range(repeats):
         for name, fn in ascents.items():
             sync()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
             sync()
             times[name].append((time.perf_counter() - t0) * 1e3)
-    return {name: (statistics.median(t), min(t)) for name, t in times.items()}, results
+            cpu[name].append((time.process_time() - c0) * 1e3)
+    stats = {name: (statistics.median(t), min(t), statistics.median(cpu[name])) for name, t in times.items()}
+    return stats, results
 
 
 def main() -> None:
@@ -127,12 +133,16 @@ def main() -> None:
         for threads in args.threads:
             torch.set_num_threads(threads)
             stats, results = time_ascents(ascents, args.repeats, device)
-            (auto_med, auto_best), (ours_med, ours_best) = stats["autograd"], stats["closed form"]
+            (auto_med, auto_best, auto_cpu), (ours_med, ours_best, ours_cpu) = (
+                stats["autograd"],
+                stats["closed form"],
+            )
             diff = (results["autograd"] - results["closed form"]).abs().max().item()
             print(
                 f"threads {threads}: autograd {auto_med:7.2f} ms (best {auto_best:6.2f}), closed form "
-                f"{ours_med:7.2f} ms (best {ours_best:6.2f}); ratio autograd/closed form median "
-                f"{auto_med / ours_med:4.2f}, best {auto_best / ours_best:4.2f}; max box difference {diff:.2e} px"
+                f"{ours_med:7.2f} ms (best {ours_best:6.2f}); ratio autograd / closed form: median "
+                f"{auto_med / ours_med:4.2f}, best {auto_best / ours_best:4.2f}, process CPU "
+                f"{auto_cpu / ours_cpu:4.2f}; max box difference {diff:.2e} px"
             )
 
 
