@@ -89,7 +89,7 @@ def _fold(linear: nn.Linear, bn: nn.BatchNorm1d, bins: int) -> tuple[Tensor, Ten
 
 
 def _fold_key(head: EnergyBoxHead) -> tuple:
-    """Identity, in-place version, dtype and device of every tensor the folded layers depend on."""
+    """Identity, storage, in-place version, dtype and device of every tensor the folded layers depend on."""
     tensors = [
         *head.box_fc2.parameters(),
         *head.box_fc2.buffers(),
@@ -97,7 +97,7 @@ def _fold_key(head: EnergyBoxHead) -> tuple:
         *head.box_fc3.buffers(),
         *head.predictor.parameters(),
     ]
-    return tuple((id(t), t._version, t.dtype, t.device) for t in tensors)
+    return tuple((id(t), t.data_ptr(), t._version, t.dtype, t.device) for t in tensors)
 
 
 _FOLDED: weakref.WeakKeyDictionary[EnergyBoxHead, tuple[tuple, FoldedBoxLayers]] = weakref.WeakKeyDictionary()
@@ -106,9 +106,9 @@ _FOLDED: weakref.WeakKeyDictionary[EnergyBoxHead, tuple[tuple, FoldedBoxLayers]]
 def fold_box_layers(head: EnergyBoxHead) -> FoldedBoxLayers:
     """The head's per-box layers with BatchNorm folded (eval mode only), cached per head.
 
-    The cache entry is rebuilt when any of those parameters or buffers is replaced or modified in place
-    (an optimiser step, ``load_state_dict``, ``.to()``), detected by the tensors' identities and version
-    counters.
+    The cache entry is rebuilt when any of those parameters or buffers is replaced, given new data or modified
+    in place (an optimiser step, ``load_state_dict``, ``.to()``, ``param.data = ...``), detected by the tensors'
+    identities, storage addresses and version counters.
     """
     if head.training:
         raise RuntimeError(

@@ -161,7 +161,10 @@ def test_folded_layers_follow_in_place_parameter_changes():
     with torch.no_grad():
         head.box_fc2.bn.running_mean.add_(0.5)  # what BatchNorm does in a training step
         head.predictor.weight.mul_(-2.0)
-    assert fold_box_layers(head) is not first
+    second = fold_box_layers(head)
+    assert second is not first
+    head.box_fc3.linear.weight.data = head.box_fc3.linear.weight.data * 0.5  # new data, same version counter
+    assert fold_box_layers(head) is not second
     expected_scores, expected_grad = _autograd(head, maps, boxes)
     scores, grad = BoxScorer(head, maps)(boxes)
     torch.testing.assert_close(scores, expected_scores, rtol=1e-12, atol=1e-12)
