@@ -49,7 +49,8 @@ class FoldedBoxLayers(NamedTuple):
     weights: ((O2, 25 C2), (O3, 9 C3)) Linear weights times the BatchNorm scale, with the input index in the
         order (bin column p, channel c, bin row q) in which :class:`BoxScorer` leaves the pooled bins (the head
         flattens them as (c, q, p)); weights_t: the same transposed, contiguous ((25 C2, O2), (9 C3, O3)):
-        each product reads its matrix in the layout that is fast for it (2x on CPU for S = 10 rows);
+        the forward product (S, I) @ weights_t and the backward one (S, O) @ weights both take a row-major
+        right operand without a transpose, the layout the CPU BLAS was fastest with for S ~ 10 rows;
         biases: ((O2,), (O3,)) folded biases; predictor: (O2 + O3,) the predictor's weights; predictor_bias: (1,).
     """
 
