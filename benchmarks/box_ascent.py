@@ -1,7 +1,7 @@
 """Speed of the tracker's box-refinement ascent: autograd through the box head vs the closed-form BoxScorer.
 
     python benchmarks/box_ascent.py [--threads 1 2] [--repeats 30] [--device cpu|cuda] [--setting nce_plus]
-                                    [--cells 29 26 16 14]
+                                    [--cells 29 26 16 14] [--layouts]
 
 Builds the box head of a DiMP train setting with random weights (``pytracking.tracker.dimp.random_network``,
 SuperDiMP's widths for ``nce_plus``: 256 channels, Linear 6400 -> 256 and 2304 -> 256), modulates random
@@ -17,7 +17,8 @@ refinement as the tracker does: S = 10 candidate boxes (a 48 x 71 px box and 9 j
 Printed per thread count: median wall ms of one ascent for each path, the ratio autograd / closed form (above
 1.0: the closed form is faster) of the median wall times, of the best wall times (closest to an idle machine)
 and of the median process CPU times, and the largest difference of the refined boxes between the paths
-(pixels). Run on a quiet machine (timings of a shared 2-core machine vary by +-20%); at 2 threads on a busy
+(pixels); ``--layouts`` also times the 6400 -> 256 products with the weight matrix stored either way (why
+``FoldedBoxLayers`` keeps both). Run on a quiet machine (timings of a shared 2-core machine vary by +-20%); at 2 threads on a busy
 machine the wall times mostly measure waiting for the other core.
 """
 
@@ -31,7 +32,7 @@ from collections.abc import Callable
 import torch
 
 from ltr.ebm.predict import gradient_ascent
-from ltr.models.box_score_grad import BoxScorer, rel_xywh_vjp
+from ltr.models.box_score_grad import BoxScorer, fold_box_layers, rel_xywh_vjp
 from ltr.ops.boxes import rel_to_xywh
 from pytracking.tracker.dimp import random_network
 from pytracking.tracker.dimp.refine import candidate_boxes, clip_xywh
@@ -110,6 +111,28 @@ def time_ascents(ascents: dict[str, Callable[[], torch.Tensor]], repeats: int, d
     return stats, results
 
 
+def time_layouts(head, rows: int, repeats: int) -> None:
+    """The Linear 25 C2 -> O2 products with S rows, forward and backward, with the weight stored either way."""
+    folded = fold_box_layers(head)
+    weight, weight_t = folded.weights[0], folded.weights_t[0]  # (O, I), (I, O) contiguous
+    x = torch.randn(rows, weight.shape[1], device=weight.device)
+    g = torch.randn(rows, weight.shape[0], device=weight.device)
+    cases = {
+        "forward x @ weight_t (stored (I, O))": lambda: torch.mm(x, weight_t),
+        "forward x @ weight.t() (stored (O, I))": lambda: torch.mm(x, weight.t()),
+        "backward g @ weight (stored (O, I))": lambda: torch.mm(g, weight),
+        "backward g @ weight_t.t() (stored (I, O))": lambda: torch.mm(g, weight_t.t()),
+    }
+    for name, fn in cases.items():
+        fn()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e6)
+        print(f"  {name:44s} median {statistics.median(times):7.1f} us")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -118,6 +141,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--setting", default="nce_plus")
+    parser.add_argument(
+        "--layouts", action="store_true", help="also time the Linear products' weight layouts"
+    )
     parser.add_argument(
         "--cells", type=int, nargs=4, default=[29, 26, 16, 14], metavar=("H2", "W2", "H3", "W3")
     )
@@ -144,6 +170,8 @@ def main() -> None:
                 f"{auto_med / ours_med:4.2f}, best {auto_best / ours_best:4.2f}, process CPU "
                 f"{auto_cpu / ours_cpu:4.2f}; max box difference {diff:.2e} px"
             )
+            if args.layouts:
+                time_layouts(head, start.shape[1], 10 * args.repeats)
 
 
 if __name__ == "__main__":
