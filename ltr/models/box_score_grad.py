@@ -195,19 +195,24 @@ class BoxScorer:
         maps = [f[0].detach().reshape(f.shape[1] * f.shape[2], f.shape[3]) for f in modulated]
         self.maps = [m.contiguous() for m in maps]  # (C * H, W): for the gradient product
         self.maps_t = [m.t().contiguous() for m in maps]  # (W, C * H): for the pooling product
-        # Both levels' bin edges in one list: per edge the level's pixel-to-grid scale and its fraction p / B.
         wide = torch.float32 if device.type == "mps" else torch.float64
         self.wide = wide
-        scales = [1.0 / float(s) for s in strides]
-        self.edge_scale = torch.tensor(
-            [scales[k] for k, b in enumerate(BOX_BINS) for _ in range(b + 1)], dtype=wide, device=device
-        )
-        self.edge_step = torch.tensor(
-            [p / b for b in BOX_BINS for p in range(b + 1)], dtype=wide, device=device
-        )
-        self.edge_bins = torch.tensor(
-            [float(b) for b in BOX_BINS for _ in range(b + 1)], dtype=wide, device=device
-        )
+
+        # Both levels' bin edges in one list (E = B2 + 1 + B3 + 1 edges), the constants built on the device: a
+        # torch.tensor(list, device=cuda) would copy from the host and wait for the stream.
+        def per_edge(values: list[float]) -> Tensor:  # one value per level, repeated over its B + 1 edges
+            return torch.cat(
+                [
+                    torch.full((b + 1,), v, dtype=wide, device=device)
+                    for v, b in zip(values, BOX_BINS, strict=True)
+                ]
+            )
+
+        self.edge_scale = per_edge([1.0 / float(s) for s in strides])  # the level's pixel-to-grid scale
+        self.edge_bins = per_edge([float(b) for b in BOX_BINS])  # the level's number of bins
+        self.edge_step = torch.cat(
+            [torch.arange(b + 1, dtype=wide, device=device) / b for b in BOX_BINS]
+        )  # p / B
         size = max(max(c[1], c[2]) for c in self.shapes)
         self.grid = torch.arange(size, dtype=wide, device=device)  # (G,)
         self.rows = [slice(0, BOX_BINS[0]), slice(BOX_BINS[0] + 1, BOX_BINS[0] + 1 + BOX_BINS[1])]
