@@ -257,3 +257,22 @@ def test_no_boxes():
     scores, grad = BoxScorer(head, maps)(torch.zeros(1, 0, 4, dtype=torch.float64))
     assert scores.shape == (1, 0) and grad.shape == (1, 0, 4)
     assert BoxScorer(head, maps).score(torch.zeros(1, 0, 4, dtype=torch.float64)).shape == (1, 0)
+
+
+def test_no_host_reads():
+    """Building the scorer, scoring with and without the gradient and the rel chain read no device value."""
+    from pytracking.tracker.host_reads import HostReads
+
+    head, maps = _head(torch.float32, 13), _maps(torch.float32, 23)
+    start = _jittered_boxes(torch.float32, 13)[:, :8]
+    bounds = torch.tensor([0.0, -float("inf"), 80.0, 96.0])
+    fold_box_layers(head)  # the per-head fold (once per network) is not part of a frame
+    with HostReads() as reads:
+        scorer = BoxScorer(head, maps)
+        rel = torch.zeros_like(start)
+        unclipped = rel_to_xywh(rel, start)
+        scores, grad = scorer(clip_xywh(unclipped, bounds))
+        rel_xywh_vjp(grad, unclipped, start, bounds)
+        scorer.score(start)
+    assert reads.names == []
+    assert torch.isfinite(scores).all() and (grad != 0).any()
