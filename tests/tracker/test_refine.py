@@ -93,3 +93,41 @@ def test_select_falls_back_when_nothing_is_valid():
     box, used = select_boxes(boxes, torch.tensor([1.0, 2.0]), fallback, max_aspect_ratio=6.0, top_k=3)
     assert torch.equal(box, fallback)
     assert not used.any()
+
+
+@pytest.mark.parametrize("bounds", [None, torch.tensor([38.0, -float("inf"), 66.0, 48.0])])
+def test_box_value_and_grad_gives_the_autograd_refinement(bounds):
+    """The ascent through a caller's (f, df/dboxes) equals the one through autograd, clipping included."""
+
+    def value_and_grad(boxes):
+        b = boxes.detach().requires_grad_(True)
+        f = quadratic_energy(b)
+        (g,) = torch.autograd.grad(f.sum(), b)
+        return f.detach(), g
+
+    kwargs = dict(
+        mode="s1",
+        num_iters=10,
+        step_length=2.5e-3,
+        decay=0.5,
+        num_random=9,
+        jitter_pos=0.1,
+        jitter_size=0.5,
+        max_aspect_ratio=6.0,
+        top_k=3,
+        bounds_xyxy=bounds,
+    )
+    start = torch.tensor([45.0, 26.0, 19.0, 20.0])
+    expected = refine_box(quadratic_energy, start, generator=torch.Generator().manual_seed(0), **kwargs)
+    got = refine_box(
+        quadratic_energy,
+        start,
+        generator=torch.Generator().manual_seed(0),
+        box_value_and_grad=value_and_grad,
+        **kwargs,
+    )
+    torch.testing.assert_close(got.boxes, expected.boxes, rtol=1e-6, atol=1e-5)
+    torch.testing.assert_close(got.box, expected.box, rtol=1e-6, atol=1e-5)
+    assert not torch.allclose(
+        expected.boxes, candidate_boxes(start, 9, 0.1, 0.5, torch.Generator().manual_seed(0))
+    )

@@ -21,7 +21,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from ltr.ebm.predict import gradient_ascent
+from ltr.ebm.predict import ValueAndGradFn, gradient_ascent
+from ltr.models.box_score_grad import BoxValueAndGrad, rel_xywh_vjp
 from ltr.ops.boxes import rel_to_xywh
 
 BoxScoreFn = Callable[[Tensor], Tensor]  # (1, S, 4) xywh -> (1, S)
@@ -88,6 +89,21 @@ def select_boxes(boxes: Tensor, scores: Tensor, fallback: Tensor, *, max_aspect_
     return torch.where(count > 0, mean, fallback), used
 
 
+def rel_value_and_grad(
+    box_value_and_grad: BoxValueAndGrad, start: Tensor, bounds_xyxy: Tensor | None
+) -> ValueAndGradFn:
+    """rel (1, S, 4) -> (f (1, S), d f / d rel (1, S, 4)) for the boxes ``clip_xywh(rel_to_xywh(rel, start))``,
+    from ``box_value_and_grad``: boxes (1, S, 4) xywh -> (f, d f / d boxes); ``start`` (1, S, 4) xywh."""
+
+    def value_and_grad(rel: Tensor) -> tuple[Tensor, Tensor]:
+        unclipped = rel_to_xywh(rel, start)
+        boxes = unclipped if bounds_xyxy is None else clip_xywh(unclipped, bounds_xyxy)
+        scores, grad = box_value_and_grad(boxes)
+        return scores, rel_xywh_vjp(grad, unclipped, start, bounds_xyxy)  # chain rule through rel and clip
+
+    return value_and_grad
+
+
 def refine_box(
     score_fn: BoxScoreFn,
     box_xywh: Tensor,
@@ -103,11 +119,15 @@ def refine_box(
     top_k: int,
     generator: torch.Generator,
     bounds_xyxy: Tensor | None = None,
+    box_value_and_grad: BoxValueAndGrad | None = None,
 ) -> RefineResult:
     """Refine ``box_xywh`` (4,) by gradient ascent of ``score_fn`` over it and its random jitters.
 
     ``bounds_xyxy`` (4,) (x1, y1, x2, y2, may be infinite): boxes are clipped to it wherever they are scored
     and returned (a projection: a clipped edge gets no gradient and stays at the bound).
+    ``box_value_and_grad``: optional (1, S, 4) xywh -> (f (1, S), df/dboxes (1, S, 4)) computing the same f as
+    ``score_fn`` with its gradient (``ltr.models.box_score_grad.BoxScorer``); the ascent then needs no
+    autograd, and ``score_fn`` only scores its last step.
     """
     start = candidate_boxes(box_xywh, num_random, jitter_pos, jitter_size, generator)[None]  # (1, S, 4)
 
@@ -125,6 +145,9 @@ def refine_box(
         num_iters=num_iters,
         decay=decay,
         mode=mode,
+        value_and_grad=None
+        if box_value_and_grad is None
+        else rel_value_and_grad(box_value_and_grad, start, bounds_xyxy),
     )
     boxes = to_boxes(result.y)[0]
     scores = result.scores[0]

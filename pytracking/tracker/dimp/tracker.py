@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from ltr.data.crop import crop_region
+from ltr.models.box_score_grad import BoxScorer, BoxValueAndGrad
 from ltr.models.target_classifier import apply_filter, score_cell_to_pixel
 from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
 from pytracking.tracker.dimp.augment import augmented_samples, feature_dropout
@@ -137,9 +138,12 @@ class DiMPTracker:
         half_t = 0.5 * size_t + margin * torch.sqrt(size_t.prod())
         return torch.cat([position - half_t, position + half_t]).nan_to_num(0.0), extent
 
-    def _box_scorer(self, feats: list[Tensor], window) -> tuple[Callable[[Tensor], Tensor], Tensor | None]:
-        """The refinement's score function (1, S, 4) xywh crop px -> (1, S) and the (4,) xyxy bounds the boxes
-        must stay in for it to be exact (None without a window: no bounds)."""
+    def _box_scorer(
+        self, feats: list[Tensor], window
+    ) -> tuple[Callable[[Tensor], Tensor], BoxValueAndGrad, Tensor | None]:
+        """The refinement's score function (1, S, 4) xywh crop px -> (1, S), the same with its box gradient
+        (-> ((1, S), (1, S, 4)), closed form, no autograd) and the (4,) xyxy bounds the boxes must stay in for
+        them to be exact (None without a window: no bounds)."""
         head = self.net.box_head
         bounds = None
         if window is not None:
@@ -152,11 +156,15 @@ class DiMPTracker:
             shift = torch.zeros(4, device=self.device)
         # PrRoIPool multiplies (H, W) matrices per channel: standard layout, not channels_last
         modulated = tuple(f.contiguous() for f in head.modulate(self.modulation, test))
+        scorer = BoxScorer(head, modulated)  # the head must be in eval mode
 
         def score_fn(boxes: Tensor) -> Tensor:
-            return head.score_modulated(modulated, boxes - shift)
+            return scorer.score(boxes - shift)
 
-        return score_fn, bounds
+        def value_and_grad(boxes: Tensor) -> tuple[Tensor, Tensor]:
+            return scorer(boxes - shift)  # d f / d boxes = d f / d (boxes - shift): the shift is a constant
+
+        return score_fn, value_and_grad, bounds
 
     def _optimize(self, num_iter: int) -> list[Tensor]:
         """Run the filter optimiser from the current filter; returns its iterates (num_iter + 1 filters)."""
@@ -275,7 +283,9 @@ class DiMPTracker:
             classifier_box = torch.cat([loc.position - 0.5 * size_crop, size_crop])
             with t.stage("refinement"):
                 if p.refine:
-                    score_fn, bounds = self._box_scorer([feats[n] for n in BOX_LAYERS], window)
+                    score_fn, value_and_grad, bounds = self._box_scorer(
+                        [feats[n] for n in BOX_LAYERS], window
+                    )
                     refined = refine_box(
                         score_fn,
                         classifier_box,
@@ -290,6 +300,7 @@ class DiMPTracker:
                         top_k=p.refine_top_k,
                         generator=self.generator,
                         bounds_xyxy=bounds,
+                        box_value_and_grad=value_and_grad,
                     )
                     box_crop = refined.box
                 else:
