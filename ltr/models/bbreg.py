@@ -205,16 +205,15 @@ class EnergyBoxHead(nn.Module):
         if not isinstance(window_xyxy, Tensor) or window_xyxy.shape != (4,):
             raise ValueError(f"window_xyxy must be a (4,) tensor (x1, y1, x2, y2), got {window_xyxy!r}")
         device = f2.device
-        window = window_xyxy.to(device=device, dtype=torch.float64).nan_to_num(0.0)
+        window = window_xyxy.to(dtype=torch.float64).nan_to_num(0.0)
         align = math.lcm(*self.strides)
         # the origin must be a cell of every level's map: at most the last sample's pixel on each
         last_x = min((f.shape[-1] - 1) * s for f, s in zip((f2, f3), self.strides, strict=True))
         last_y = min((f.shape[-2] - 1) * s for f, s in zip((f2, f3), self.strides, strict=True))
-        last = torch.tensor([last_x, last_y], dtype=torch.float64, device=device)
-        origin = torch.floor(torch.minimum(window[:2].clamp(min=0.0), last) / align) * align  # (2,) ox, oy
+        corner = torch.stack([window[0].clamp(0.0, last_x), window[1].clamp(0.0, last_y)])
+        origin = torch.floor(corner / align) * align  # (2,) ox, oy
         out = []
-        inf = torch.tensor(math.inf, dtype=torch.float64, device=device)
-        far = [inf, inf]  # right, bottom
+        far: list[Tensor | None] = [None, None]  # right, bottom
         for feat, conv, stride in zip(
             (f2, f3), (self.test_conv2, self.test_conv3), self.strides, strict=True
         ):
@@ -230,7 +229,8 @@ class EnergyBoxHead(nn.Module):
                 inside.append((i >= 0) & (i < size))
                 # a box edge at x reads cells up to ceil(x / stride): exact while that cell was computed
                 end = start[k] + n  # exclusive
-                far[k] = torch.minimum(far[k], torch.where(end < size, ((end - 1) * stride).double(), inf))
+                edge = torch.where(end < size, ((end - 1) * stride).double(), math.inf)
+                far[k] = edge if far[k] is None else torch.minimum(far[k], edge)
             mask = (inside[1][:, None] & inside[0][None, :]).to(feat.dtype)  # (rows, cols)
             x = feat.index_select(2, index[1]).index_select(3, index[0]) * mask
             for block in conv.children():
@@ -240,7 +240,7 @@ class EnergyBoxHead(nn.Module):
                     )
                 x = block(x) * mask
             out.append(x[:, :, halo : halo + cells[1], halo : halo + cells[0]])
-        near = torch.where(origin > 0, origin, -inf)
+        near = torch.where(origin > 0, origin, -math.inf)
         valid = torch.cat([near, torch.stack(far)])
         return WindowFeatures((out[0], out[1]), origin, valid)
 

@@ -6,9 +6,13 @@ finish: the "host synchronisations" that keep a tracker from overlapping its fra
 them (``torch.cuda.set_sync_debug_mode``), but a CPU cannot, so this mode records the calls that would be
 such reads wherever the code runs, which lets CPU-only tests hold the tracker to its synchronisation budget.
 
-Recorded: the functions in :data:`READS`, and ``__getitem__`` with a boolean tensor index. Not recorded:
-``.to(device)`` copies (they cannot be told apart from host-to-device copies on a CPU) and reads inside
-compiled extensions.
+Recorded in ``names``: the functions in :data:`READS`, and ``__getitem__`` with a boolean tensor index.
+
+Recorded in ``uploads``: blocking host-to-device copies, which on CUDA also wait for the stream's queued work
+(a copy from pageable memory): ``torch.tensor(..., device=...)``, ``torch.as_tensor(data, device=...)`` of
+non-tensor data, ``Tensor.new_tensor`` and ``.to(device)`` / ``.cuda()`` without ``non_blocking=True``. On a CPU
+a ``.to(device)`` of a tensor already on the device looks the same and is recorded too: code held to this
+budget passes only the dtype when the device cannot change. Not recorded: reads inside compiled extensions.
 """
 
 from __future__ import annotations
@@ -38,6 +42,24 @@ READS = frozenset(
 )
 
 
+def _names_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    if kwargs.get("device") is not None:
+        return True
+    return any(isinstance(a, (torch.device, str)) for a in args[1:])
+
+
+def _is_upload(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    if name == "new_tensor":
+        return True
+    if name == "tensor":
+        return kwargs.get("device") is not None
+    if name == "as_tensor":
+        return kwargs.get("device") is not None and not isinstance(args[0], torch.Tensor)
+    if name in ("to", "cuda"):
+        return not kwargs.get("non_blocking", False) and (name == "cuda" or _names_device(args, kwargs))
+    return False
+
+
 def _bool_index(args: tuple[Any, ...]) -> bool:
     if len(args) < 2:
         return False
@@ -46,7 +68,8 @@ def _bool_index(args: tuple[Any, ...]) -> bool:
 
 
 class HostReads(TorchFunctionMode):
-    """``with HostReads() as reads: ...`` then ``reads.names``: the reads made, in order (function names).
+    """``with HostReads() as reads: ...`` then ``reads.names``: the reads made, in order (function names), and
+    ``reads.uploads``: the blocking host-to-device copies (function names).
 
     Nested use records into the innermost mode only.
     """
@@ -54,9 +77,13 @@ class HostReads(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()
         self.names: list[str] = []
+        self.uploads: list[str] = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if name in READS or (name == "__getitem__" and _bool_index(args)):
             self.names.append(name)
-        return func(*args, **(kwargs or {}))
+        elif _is_upload(name, args, kwargs):
+            self.uploads.append(name)
+        return func(*args, **kwargs)

@@ -1,4 +1,5 @@
-"""The sync-free tracker: one host read per frame (the output box), and the same boxes as the branching path."""
+"""The sync-free tracker: one host read per frame (the output box), no blocking upload, and the same boxes as
+the branching path."""
 
 import numpy as np
 import pytest
@@ -31,6 +32,22 @@ def test_host_reads_records_the_reading_calls_only():
         "__bool__",
         "__index__",
     ]
+    assert reads.uploads == []
+
+
+def test_host_reads_records_blocking_uploads():
+    t = torch.ones(2)
+    with HostReads() as reads:
+        torch.tensor([1.0], device="cpu")
+        torch.as_tensor([1.0, 2.0], device="cpu")
+        torch.as_tensor(t, device="cpu")  # already a tensor: no copy from host data
+        t.new_tensor([3.0])
+        t.to("cpu")
+        t.to(torch.float64)  # a dtype change: not a device copy
+        t.to("cpu", non_blocking=True)
+        torch.tensor([1.0])  # a host tensor
+    assert reads.uploads == ["tensor", "as_tensor", "new_tensor", "to"]
+    assert reads.names == []
 
 
 def _run(loaded, frames, init, **params):
@@ -40,7 +57,7 @@ def _run(loaded, frames, init, **params):
     for frame in frames[1:]:
         with HostReads() as r:
             boxes.append(tracker.track(frame))
-        reads.append(r.names)
+        reads.append(r.names + [f"upload:{name}" for name in r.uploads])
         states.append(int(tracker.debug_info["state"]))
     return np.stack(boxes), states, reads
 

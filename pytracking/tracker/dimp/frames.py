@@ -31,6 +31,21 @@ def _rgb_numpy(frame: np.ndarray) -> np.ndarray:
     raise ValueError(f"frame must have 1, 2, 3 or 4 channels, got {c}")
 
 
+def upload(data, device: torch.device, dtype: torch.dtype | None = None) -> Tensor:
+    """Host data (numpy array, CPU tensor, numbers) as a tensor on ``device`` without waiting for the device.
+
+    A copy from pageable host memory to a CUDA device waits until the stream's queued work has finished (a host
+    synchronisation); staging the data in pinned memory and copying with ``non_blocking`` does not (the caching
+    host allocator keeps the pinned buffer alive until the copy is done). On a CPU this is ``as_tensor``.
+    """
+    t = torch.as_tensor(data, dtype=dtype) if not isinstance(data, Tensor) else data.to(dtype or data.dtype)
+    if t.device == device:
+        return t
+    if t.device.type == "cpu" and device.type == "cuda":
+        t = t.pin_memory()
+    return t.to(device, non_blocking=True)
+
+
 def frame_to_tensor(frame: Frame, device: torch.device) -> Tensor:
     """(3, H, W) float32 (pixel values kept, e.g. 0..255) of a frame.
 
@@ -39,10 +54,10 @@ def frame_to_tensor(frame: Frame, device: torch.device) -> Tensor:
     repeated to three channels.
     """
     if isinstance(frame, np.ndarray):
-        return torch.from_numpy(_rgb_numpy(frame)).to(device).permute(2, 0, 1).float()
+        return upload(_rgb_numpy(frame), device).permute(2, 0, 1).float()
     if not isinstance(frame, Tensor):
         raise TypeError(f"frame must be a numpy array or torch tensor, got {type(frame).__name__}")
-    t = frame.to(device)
+    t = upload(frame, device)
     if t.dim() == 2:
         t = t[None]
     if t.dim() != 3:
@@ -80,9 +95,9 @@ def _to_torch(
     crops: np.ndarray, transform: CropTransform, device: torch.device
 ) -> tuple[Tensor, CropTransform]:
     """numpy (N, S, S, 3) crops + numpy transform -> (N, 3, S, S) float32 tensor + float32 tensor transform."""
-    t = torch.from_numpy(np.ascontiguousarray(crops)).to(device).permute(0, 3, 1, 2).float()
-    scale = torch.as_tensor(np.asarray(transform.scale, dtype=np.float32), device=device)
-    offset = torch.as_tensor(np.asarray(transform.offset, dtype=np.float32), device=device)
+    t = upload(np.ascontiguousarray(crops), device).permute(0, 3, 1, 2).float()
+    scale = upload(np.asarray(transform.scale, dtype=np.float32), device)
+    offset = upload(np.asarray(transform.offset, dtype=np.float32), device)
     return t, CropTransform(scale, offset)
 
 
@@ -111,7 +126,7 @@ def crop_frame(
         box = np.asarray(box_xywh, dtype=np.float64).reshape(1, 4)
         crops, tf = sample_target_crops([frame], box, search_area_factor, output_size, mode, max_scale_change)
         return _to_torch(crops, tf, device)
-    box_t = torch.as_tensor(box_xywh, dtype=torch.float32, device=device).reshape(1, 4)
+    box_t = upload(box_xywh, device, torch.float32).reshape(1, 4)
     return sample_target_crops(frame, box_t, search_area_factor, output_size, mode, max_scale_change)
 
 

@@ -60,12 +60,12 @@ class SampleMemory:
         old = self.weights
         w = old * (1.0 - lr)
         if not self.sync_free and self.count < self.size:
-            index = torch.tensor([self.count], device=w.device)
+            index = torch.full((1,), self.count, dtype=torch.long, device=w.device)  # a fill, not a copy
             self.count += 1
         else:
             rest = w[self.num_init :]
             index = (torch.argmin(rest) + self.num_init).reshape(1)
-        w = w.index_fill(0, index, torch.as_tensor(lr, dtype=w.dtype, device=w.device))
+        w = w.index_fill(0, index, lr if isinstance(lr, Tensor) else float(lr))
         w = w / w.sum()
         init_share = w[: self.num_init].sum()
         # give the initial samples at least init_min_weight in total (no-op when they already have it)

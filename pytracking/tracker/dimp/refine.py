@@ -46,7 +46,8 @@ def candidate_boxes(
     if num_random == 0:
         return box[None]
     side = torch.sqrt(box[2] * box[3])
-    u = torch.rand(num_random, 4, generator=generator, dtype=torch.float64).to(box.device, box.dtype) - 0.5
+    u = torch.rand(num_random, 4, generator=generator, dtype=torch.float64, device=generator.device)
+    u = u.to(box.dtype) - 0.5  # a generator on the box's device draws there: no upload
     factor = torch.stack([side * jitter_pos, side * jitter_pos, side * jitter_size, side * jitter_size])
     delta = u * factor
     min_edge = box[2:].min() / 3

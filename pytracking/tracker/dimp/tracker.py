@@ -38,7 +38,7 @@ from ltr.models.box_score_grad import BoxScorer, BoxValueAndGrad
 from ltr.models.target_classifier import apply_filter, score_cell_to_pixel
 from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
 from pytracking.tracker.dimp.augment import augmented_samples, feature_dropout
-from pytracking.tracker.dimp.frames import crop_frame, frame_size_wh, prepare_frame
+from pytracking.tracker.dimp.frames import crop_frame, frame_size_wh, prepare_frame, upload
 from pytracking.tracker.dimp.localize import (
     HARD_NEGATIVE,
     NORMAL,
@@ -92,6 +92,8 @@ class DiMPTracker:
         self._std = torch.tensor(geometry.normalize_std, device=self.device).reshape(1, 3, 1, 1) * 255.0
         self.sync_free = params.sync_free if params.sync_free is not None else self.device.type == "cuda"
         self.generator = torch.Generator().manual_seed(params.seed)
+        #: the refinement's random boxes are drawn on the device (a CPU draw would have to be uploaded)
+        self.box_generator = torch.Generator(device=self.device)
         self.frame_num = 0
         #: tensors of the last frame for visualisation (scores, state, refinement boxes in image pixels)
         self.debug_info: dict[str, Any] = {}
@@ -111,11 +113,11 @@ class DiMPTracker:
     def _box(self) -> Tensor:
         return torch.cat([self.centre - 0.5 * self.size, self.size])
 
-    def _refine_window(self, position: Tensor, host_box: np.ndarray, host_wh: tuple[int, int]):
-        """The refinement window around the classifier box (centre ``position`` (2,) crop px, the current size):
-        a (4,) xyxy crop-pixel tensor, widened by ``refine_window`` x sqrt(w h) on every side, and host bounds
-        (w, h) of its extent from the host box (4,) xywh image px and the frame size; None when refinement is
-        off or uses the whole maps."""
+    def _refine_window(self, position: Tensor, size: Tensor, host_box: np.ndarray, host_wh: tuple[int, int]):
+        """The refinement window around the classifier box (centre ``position`` (2,), size ``size`` (2,), crop
+        px): a (4,) xyxy crop-pixel tensor, widened by ``refine_window`` x sqrt(w h) on every side, and host
+        bounds (w, h) of its extent from the host box (4,) xywh image px and the frame size; None when
+        refinement is off or uses the whole maps."""
         margin = self.params.refine_window
         if not self.params.refine or margin is None:
             return None
@@ -128,14 +130,13 @@ class DiMPTracker:
             max_scale_change=geo.max_scale_change,
         )
         side = float(region[0, 2])
-        size = np.maximum(host_box[2:], 0.0) * (geo.crop_size / side)  # crop px
-        half = 0.5 * size + margin * np.sqrt(size.prod())
+        host_size = np.maximum(host_box[2:], 0.0) * (geo.crop_size / side)  # crop px
+        half = 0.5 * host_size + margin * np.sqrt(host_size.prod())
         # the device size is this one up to float32 rounding and the numpy crop's rounding of the region to
         # whole pixels (its side moves by at most 1 px): a relative 1% + 2/side and 1 px cover both
         slack = 1.01 + 2.0 / max(side, 1.0)
         extent = (float(2 * slack * half[0] + 1.0), float(2 * slack * half[1] + 1.0))
-        size_t = self.size.new_tensor(size)
-        half_t = 0.5 * size_t + margin * torch.sqrt(size_t.prod())
+        half_t = 0.5 * size + margin * torch.sqrt(size.prod().clamp(min=0))
         return torch.cat([position - half_t, position + half_t]).nan_to_num(0.0), extent
 
     def _box_scorer(
@@ -245,11 +246,11 @@ class DiMPTracker:
         geo, p, t = self.geometry, self.params, self.timer
         # the refinement's random boxes depend on (seed, frame) only, not on which earlier frames refined:
         # the branching and the sync-free paths draw the same boxes
-        self.generator.manual_seed(p.seed + 1_000_003 * self.frame_num)
+        self.box_generator.manual_seed(p.seed + 1_000_003 * self.frame_num)
         with t.stage("crop"):
             image = prepare_frame(frame, self.device)
             host_wh = frame_size_wh(image)
-            self.image_wh = torch.tensor(host_wh, dtype=torch.float32, device=self.device)
+            self.image_wh = upload(host_wh, self.device, torch.float32)
             crop, tf = crop_frame(
                 image,
                 self._host_box if isinstance(image, np.ndarray) else self._box(),
@@ -275,7 +276,7 @@ class DiMPTracker:
                 cell_to_pixel=self.cell_to_pixel,
                 thresholds=self.thresholds,
             )
-            window = self._refine_window(loc.position, self._host_box, host_wh)
+            window = self._refine_window(loc.position, size_crop, self._host_box, host_wh)
             # branching mode: the one mid-frame host read; sync-free: the state stays a device tensor
             state = loc.state if self.sync_free else int(loc.state)
         refined = None
@@ -298,7 +299,7 @@ class DiMPTracker:
                         jitter_size=p.box_jitter_size,
                         max_aspect_ratio=p.max_aspect_ratio,
                         top_k=p.refine_top_k,
-                        generator=self.generator,
+                        generator=self.box_generator,
                         bounds_xyxy=bounds,
                         box_value_and_grad=value_and_grad,
                     )
