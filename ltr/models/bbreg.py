@@ -88,6 +88,17 @@ def _halo(block: nn.Module) -> int:
     return halo
 
 
+def _gather_cells(feat: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
+    """``feat[:, :, rows][:, :, :, cols]`` for (N, C, H, W) features and (R,), (K,) device indices -> (N, C, R, K),
+    channels_last when ``feat`` is (one gather of whole channel vectors: the convolutions' fast layout)."""
+    n, c, height, width = feat.shape
+    if not feat.is_contiguous(memory_format=torch.channels_last):
+        return feat.index_select(2, rows).index_select(3, cols)
+    flat = (rows[:, None] * width + cols[None, :]).reshape(-1)
+    cells = feat.permute(0, 2, 3, 1).reshape(n, height * width, c).index_select(1, flat)
+    return cells.reshape(n, rows.numel(), cols.numel(), c).permute(0, 3, 1, 2)
+
+
 def _check_pair(feats: Sequence[Tensor], name: str) -> Pair:
     if len(feats) != 2 or any(f.dim() != 4 for f in feats):
         raise ValueError(f"{name} must be two (N, C, H, W) tensors (layer2, layer3)")
@@ -232,7 +243,7 @@ class EnergyBoxHead(nn.Module):
                 edge = torch.where(end < size, ((end - 1) * stride).double(), math.inf)
                 far[k] = edge if far[k] is None else torch.minimum(far[k], edge)
             mask = (inside[1][:, None] & inside[0][None, :]).to(feat.dtype)  # (rows, cols)
-            x = feat.index_select(2, index[1]).index_select(3, index[0]) * mask
+            x = _gather_cells(feat, index[1], index[0]) * mask
             for block in conv.children():
                 if sum(isinstance(m, nn.Conv2d) for m in block.modules()) != 1:
                     raise ValueError(

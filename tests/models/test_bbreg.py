@@ -99,8 +99,12 @@ def _window(head, test, window):
         (333.0, 10.0, 345.0, 30.0),  # thin, at the right border
     ],
 )
-def test_windowed_test_features_score_exactly_as_the_full_maps(window):
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_windowed_test_features_score_exactly_as_the_full_maps(window, channels_last):
     head, mod, test = _double_head()
+    if channels_last:  # the tracker's layout: the window is gathered as whole channel vectors
+        head = head.to(memory_format=torch.channels_last)
+        test = tuple(t.contiguous(memory_format=torch.channels_last) for t in test)
     full = head.modulate(mod, head.get_test_features(test))
     part = _window(head, test, window)
     assert part.origin[0] % 16 == 0 and part.origin[1] % 16 == 0
