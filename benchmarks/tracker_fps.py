@@ -7,7 +7,8 @@ python benchmarks/tracker_fps.py [--param nce_plus|nce_plus_tiny|...] [--device 
 Tracks a generated 640x480 video (a textured square moving over a noise background) with a network of the
 parameter set's train setting built with random weights (``pretrained=False``), so it needs no checkpoint and
 no download. ``--geometry dimp50`` switches to DiMP-50's geometry (288-pixel crops, search area factor 5,
-replicate border) instead of the setting's (SuperDiMP: 352 pixels, factor 6).
+replicate border) and its 5 box-refinement steps (pytracking's ``dimp50`` parameters; SuperDiMP takes 10)
+instead of the setting's (SuperDiMP: 352 pixels, factor 6, 10 steps).
 
 Stages (synchronised per stage when timing on a GPU): crop, backbone, classifier, localisation, refinement,
 update. Printed against the reference pytracking implementation measured on this project's 2-core CPU
@@ -15,7 +16,8 @@ machine (issue 5): SuperDiMP geometry 3.4 FPS, 295 ms/frame, box refinement 140 
 DiMP-50 geometry 5.0 FPS, 194 ms/frame, refinement 83 ms. Those figures are CPU figures: compare ratios
 only for ``--device cpu --threads 2`` runs, and in one session (timings vary +-20% on a shared machine).
 The non-backbone share of the frame time is the part this project controls (target < 30%).
-``--compare-full-maps`` also times, in the same process and first, the same tracker with the box head's test
+``--compare-unfolded`` also times, in the same process and first, the network with its BatchNorm layers kept
+(the tracker folds them into the convolutions, :mod:`ltr.models.fold_bn`). ``--compare-full-maps`` also times, in the same process and first, the same tracker with the box head's test
 features on the whole maps (``refine_window=None``, what the reference trackers compute) and prints the ratio.
 The localisation
 thresholds are opened so that every frame runs refinement and the memory update (the normal state); the filter
@@ -116,6 +118,11 @@ def main() -> None:
         action="store_true",
         help="also time refine_window=None (box-head features on the whole maps) in this process",
     )
+    ap.add_argument(
+        "--compare-unfolded",
+        action="store_true",
+        help="also time the network with its BatchNorm layers kept (not folded into the convolutions)",
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -132,10 +139,18 @@ def main() -> None:
     data = {}
     if args.geometry == "dimp50":
         data = {"crop_size": 288, "search_area_factor": 5.0, "crop_mode": "replicate"}
+        # and DiMP-50's iteration count: pytracking's dimp50 parameters refine boxes in 5 steps (SuperDiMP 10),
+        # which is what the reference figure below was measured with
+        params = dataclasses.replace(params, refine_iters=5)
     loaded = random_network(params.train_setting, device, **data)
     geo = loaded.geometry
     frames, init = make_video(args.warmup + args.frames + 1)
     run = Measure(loaded.net, geo, frames, init, args.warmup, args.frames, device)
+    unfolded = None
+    if args.compare_unfolded:
+        # in-process baseline: the same weights with the BatchNorm layers kept (same seed, not folded)
+        plain = random_network(params.train_setting, device, fold_bn=False, **data)
+        unfolded = Measure(plain.net, geo, frames, init, args.warmup, args.frames, device)(params)
     baseline = None
     if args.compare_full_maps and params.refine and params.refine_window is not None:
         # in-process baseline: box-head features on the whole maps, as the reference trackers compute them
@@ -168,6 +183,13 @@ def main() -> None:
             f"this process: {b_frame:.1f} ms/frame, refinement {b_stage['refinement']:.1f} ms; "
             f"ratio > 1 = the window is faster: frame {b_frame / frame_ms:.2f}x, "
             f"refinement {b_stage['refinement'] / max(stage_ms['refinement'], 1e-9):.2f}x"
+        )
+    if unfolded is not None:
+        u_init, u_frame, u_stage = unfolded
+        print(
+            f"against the same network with its BatchNorm layers not folded, this process: {u_frame:.1f} "
+            f"ms/frame, backbone {u_stage['backbone']:.1f} ms; ratio > 1 = folding is faster: frame "
+            f"{u_frame / frame_ms:.2f}x, backbone {u_stage['backbone'] / max(stage_ms['backbone'], 1e-9):.2f}x"
         )
     if ref_key is None:
         print("no reference figures for this geometry (the reference numbers are for 352 px and 288 px)")

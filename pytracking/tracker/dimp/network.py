@@ -18,6 +18,7 @@ import torch
 from ltr.admin.checkpoint import latest_checkpoint, load_checkpoint, run_dir
 from ltr.admin.config import from_dict, to_dict
 from ltr.admin.paths import workspace_dir
+from ltr.models.fold_bn import fold_batchnorm
 from ltr.models.tracking import DiMPNet, NetConfig, build_dimpnet
 from pytracking.tracker.dimp.params import Geometry, geometry_from_train_config
 
@@ -35,8 +36,12 @@ class NoCheckpointError(FileNotFoundError):
     """No trained checkpoint exists for a setting; the message says which training command makes one."""
 
 
-def _prepare(net: DiMPNet, device: torch.device) -> DiMPNet:
+def _prepare(net: DiMPNet, device: torch.device, fold_bn: bool = True) -> DiMPNet:
+    """Inference form of a network: on ``device``, eval mode, frozen, BatchNorm folded into the convolutions
+    (unless ``fold_bn`` is False)."""
     net = net.to(device).eval()
+    if fold_bn:
+        fold_batchnorm(net)
     for p in net.parameters():
         p.requires_grad_(False)
     return net
@@ -69,10 +74,12 @@ def load_network(path: str | os.PathLike, device: str | torch.device = "cpu") ->
     return LoadedNet(_prepare(net, torch.device(device)), geometry_from_train_config(config), str(path))
 
 
-def random_network(setting: str, device: str | torch.device = "cpu", seed: int = 0, **data: Any) -> LoadedNet:
+def random_network(
+    setting: str, device: str | torch.device = "cpu", seed: int = 0, *, fold_bn: bool = True, **data: Any
+) -> LoadedNet:
     """A network of train setting ``dimp/<setting>`` with random weights (``pretrained=False``), for
     benchmarks and tests; ``data`` overrides geometry fields of the setting's data config
-    (e.g. ``crop_size=64``)."""
+    (e.g. ``crop_size=64``); ``fold_bn=False`` keeps the BatchNorm layers (benchmark baselines)."""
     from ltr.train_settings.dimp import SETTINGS
 
     if setting not in SETTINGS:
@@ -86,5 +93,5 @@ def random_network(setting: str, device: str | torch.device = "cpu", seed: int =
     torch.manual_seed(seed)
     net = build_dimpnet(config.net)
     return LoadedNet(
-        _prepare(net, torch.device(device)), geometry_from_train_config(to_dict(config)), "random"
+        _prepare(net, torch.device(device), fold_bn), geometry_from_train_config(to_dict(config)), "random"
     )
