@@ -52,6 +52,9 @@ from pytracking.tracker.dimp.params import DiMPParams, Geometry
 from pytracking.tracker.dimp.refine import refine_box
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
 
+#: the refinement window: (4,) xyxy crop-pixel tensor and host upper bounds (w, h) of its extent
+Window = tuple[Tensor, tuple[float, float]]
+
 
 class DiMPTracker:
     """DiMP-NCE+ tracker; see the module docstring.
@@ -113,7 +116,9 @@ class DiMPTracker:
     def _box(self) -> Tensor:
         return torch.cat([self.centre - 0.5 * self.size, self.size])
 
-    def _refine_window(self, position: Tensor, size: Tensor, host_box: np.ndarray, host_wh: tuple[int, int]):
+    def _refine_window(
+        self, position: Tensor, size: Tensor, host_box: np.ndarray, host_wh: tuple[int, int]
+    ) -> Window | None:
         """The refinement window around the classifier box (centre ``position`` (2,), size ``size`` (2,), crop
         px): a (4,) xyxy crop-pixel tensor, widened by ``refine_window`` x sqrt(w h) on every side, and host
         bounds (w, h) of its extent from the host box (4,) xywh image px and the frame size; None when
@@ -140,7 +145,7 @@ class DiMPTracker:
         return torch.cat([position - half_t, position + half_t]).nan_to_num(0.0), extent
 
     def _box_scorer(
-        self, feats: list[Tensor], window
+        self, feats: list[Tensor], window: Window | None
     ) -> tuple[Callable[[Tensor], Tensor], BoxValueAndGrad, Tensor | None]:
         """The refinement's score function (1, S, 4) xywh crop px -> (1, S), the same with its box gradient
         (-> ((1, S), (1, S, 4)), closed form, no autograd) and the (4,) xyxy bounds the boxes must stay in for
