@@ -110,10 +110,12 @@ def test_bad_refine_mode():
         tiny_tracker(refine_mode="adam")
 
 
-def fuzz(num_sequences, max_frames, seed):
+def fuzz(num_sequences, max_frames, seed, sync_free=False):
     rng = np.random.default_rng(seed)
-    tracker_plain = tiny_tracker(refine_iters=3, num_random_boxes=3)
-    tracker_s1 = tiny_tracker(refine_iters=3, num_random_boxes=3, refine_mode="s1", refine_decay=0.5)
+    tracker_plain = tiny_tracker(refine_iters=3, num_random_boxes=3, sync_free=sync_free)
+    tracker_s1 = tiny_tracker(
+        refine_iters=3, num_random_boxes=3, refine_mode="s1", refine_decay=0.5, sync_free=sync_free
+    )
     frames = 0
     for s in range(num_sequences):
         tracker = tracker_plain if s % 2 else tracker_s1
@@ -146,13 +148,17 @@ def fuzz(num_sequences, max_frames, seed):
     return frames
 
 
-def test_fuzz_short():
-    assert fuzz(num_sequences=24, max_frames=12, seed=11) > 100
+@pytest.mark.parametrize("sync_free", [False, True])
+def test_fuzz_short(sync_free):
+    """The masked (sync-free) path must be as robust: it also refines and updates on frames the branching
+    path skips (target not found, garbage scores)."""
+    assert fuzz(num_sequences=24, max_frames=12, seed=11, sync_free=sync_free) > 100
 
 
 @pytest.mark.slow
-def test_fuzz_thousands_of_frames():
-    assert fuzz(num_sequences=200, max_frames=40, seed=12) > 3000
+@pytest.mark.parametrize("sync_free", [False, True])
+def test_fuzz_thousands_of_frames(sync_free):
+    assert fuzz(num_sequences=200, max_frames=40, seed=12, sync_free=sync_free) > 3000
 
 
 def test_reinitialising_repeats_the_run():
