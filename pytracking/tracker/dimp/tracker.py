@@ -14,9 +14,9 @@ back but its output box: the localisation state masks instead of branching (refi
 result is dropped when the target is not found; the memory update is masked; a hard-negative filter step runs
 every frame and is kept only on hard negatives). Otherwise (the default on a CPU, where a read costs nothing)
 the state is read once and the frame skips the work it does not need. The refinement window is placed on the
-device and sized from the host box; box scoring uses the single-image PrRoIPool
-(:func:`ltr.ops.prroi_pool_image`), which never reads device values. Everything runs under ``torch.no_grad``
-with the weights frozen; the refinement turns autograd on for the box coordinates only.
+device and sized from the host box; the refinement scores boxes and takes their gradients in closed form
+(:class:`ltr.models.box_score_grad.BoxScorer`, no autograd, no host reads). Everything runs under
+``torch.no_grad`` with the weights frozen.
 
 Refinement window (``params.refine_window``): the box head's test features (two 3x3 convolutions per level,
 about 60% of a ResNet-50 backbone's work at the SuperDiMP geometry) are computed only on the cells that boxes
