@@ -230,8 +230,8 @@ class EnergyBoxHead(nn.Module):
         ):
             height, width = feat.shape[-2:]
             halo = _halo(conv)
-            # cells c0 .. ceil(x2 / s) with x2 - ox < extent + align: at most this many
-            cells = [min(math.ceil((e + align) / stride) + 2, n) for e, n in ((ew, width), (eh, height))]
+            # cells c0 = ox / s .. ceil(x2 / s) with x2 < ox + align + extent: at most this many
+            cells = [min(math.ceil((e + align) / stride) + 1, n) for e, n in ((ew, width), (eh, height))]
             start = (origin / stride).round().long()  # (2,) c0, r0
             index, inside = [], []
             for k, (n, size) in enumerate(zip(cells, (width, height), strict=True)):
