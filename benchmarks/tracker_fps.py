@@ -2,7 +2,7 @@
 
 python benchmarks/tracker_fps.py [--param nce_plus|nce_plus_tiny|...] [--device cpu|cuda]
                                  [--geometry setting|dimp50] [--frames 30] [--threads 2] [--no-channels-last]
-                                 [--compare-full-maps]
+                                 [--compare-full-maps] [--compare-unfolded]
 
 Tracks a generated 640x480 video (a textured square moving over a noise background) with a network of the
 parameter set's train setting built with random weights (``pretrained=False``), so it needs no checkpoint and
@@ -17,9 +17,9 @@ DiMP-50 geometry 5.0 FPS, 194 ms/frame, refinement 83 ms. Those figures are CPU 
 only for ``--device cpu --threads 2`` runs, and in one session (timings vary +-20% on a shared machine).
 The non-backbone share of the frame time is the part this project controls (target < 30%).
 ``--compare-unfolded`` also times, in the same process and first, the network with its BatchNorm layers kept
-(the tracker folds them into the convolutions, :mod:`ltr.models.fold_bn`). ``--compare-full-maps`` also times, in the same process and first, the same tracker with the box head's test
-features on the whole maps (``refine_window=None``, what the reference trackers compute) and prints the ratio.
-The localisation
+(the tracker folds them into the convolutions, :mod:`ltr.models.fold_bn`). ``--compare-full-maps`` also
+times, in the same process and first, the same tracker with the box head's test features on the whole maps
+(``refine_window=None``, what the reference trackers compute) and prints the ratio. The localisation
 thresholds are opened so that every frame runs refinement and the memory update (the normal state); the filter
 optimiser runs every 20th frame as in tracking.
 """

@@ -42,9 +42,8 @@ class SampleMemory:
         self.weights = features.new_zeros(self.size)
         self.features[:n] = features
         self.boxes[:n] = boxes
-        self.boxes[n:] = boxes[
-            :1
-        ]  # unused slots get a valid box: the optimiser still builds their label maps
+        # unused slots get a valid box: the optimiser still builds their label maps
+        self.boxes[n:] = boxes[:1]
         self.weights[:n] = 1.0 / n
         self.num_init = n
         self.count = n
