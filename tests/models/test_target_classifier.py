@@ -38,7 +38,7 @@ def test_feature_head_scale_gives_rms_one_over_sqrt_c_k2():
     torch.testing.assert_close(rms, torch.full((2,), math.sqrt(1 / (32 * 16))), rtol=1e-4, atol=0)
 
 
-@pytest.mark.parametrize("k", [3, 4])
+@pytest.mark.parametrize("k", [3, 4, 5])
 def test_filter_per_sequence_and_its_transpose(k):
     torch.manual_seed(0)
     feat = torch.randn(3, 2, 5, 6, 7, dtype=torch.float64)
@@ -51,6 +51,20 @@ def test_filter_per_sequence_and_its_transpose(k):
     maps = torch.randn_like(scores)
     (grad,) = torch.autograd.grad((scores * maps).sum(), w)
     torch.testing.assert_close(apply_filter_transpose(feat, maps, k), grad)
+
+
+def test_filter_transpose_is_differentiable_in_both_arguments_and_takes_any_layout():
+    # the optimizer runs inside the training graph: its filter gradient is differentiated again
+    torch.manual_seed(1)
+    feat = torch.randn(2, 2, 3, 5, 4, dtype=torch.float64, requires_grad=True)
+    maps = torch.randn(2, 2, *score_map_size((5, 4), 4), dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda f, m: apply_filter_transpose(f, m, 4), (feat, maps))
+    # channels_last image features (what the tracker's backbone gives) and a non-contiguous map view
+    images = torch.randn(6, 8, 9, 7).contiguous(memory_format=torch.channels_last)
+    wide = torch.randn(3, 2, 10, 8)
+    got = apply_filter_transpose(images.view(3, 2, 8, 9, 7), wide[..., :8], 4)
+    want = apply_filter_transpose(images.contiguous().view(3, 2, 8, 9, 7), wide[..., :8].contiguous(), 4)
+    torch.testing.assert_close(got, want)
 
 
 def test_distance_bins_interpolate_and_sum_to_one():

@@ -1,8 +1,9 @@
 """Correlation of per-sequence filters with feature maps, and its transpose (the filter gradient).
 
 Shapes: features (S, B, C, H, W) for S images of each of B sequences; one filter (C, k, k) per sequence,
-stacked (B, C, k, k). Both operations are grouped 2-D convolutions over the sequence dimension, so each
-sequence only ever sees its own filter and there is no Python loop over sequences.
+stacked (B, C, k, k). The correlation is a grouped 2-D convolution over the sequence dimension and its
+transpose one batched product per image, so each sequence only ever sees its own filter and there is no
+Python loop over sequences.
 
 Padding is ``k // 2`` on every side, so a score map is (H + 1 - k % 2, W + 1 - k % 2): for the even filter
 size 4 of DiMP the map is one cell larger than the feature map.
@@ -16,6 +17,7 @@ absorbed by the learned layers, as in the reference.)
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -79,8 +81,14 @@ def apply_filter_transpose(features: Tensor, maps: Tensor, filter_size: int) -> 
             f"apply_filter_transpose: maps must be ({s}, {b}, *{score_map_size((h, w), filter_size)}), "
             f"got {tuple(maps.shape)}"
         )
-    # channels play the role of the batch, (sequence, image) pairs the role of grouped input channels
-    inputs = features.permute(2, 1, 0, 3, 4).reshape(c, b * s, h, w)
-    kernels = maps.transpose(0, 1)  # (B, S, H', W'): one group of S input channels per sequence
-    grads = F.conv2d(inputs, kernels, padding=filter_size // 2, groups=b)  # (C, B, k, k)
-    return grads.transpose(0, 1)
+    # One product per image instead of a convolution with an (H', W') kernel (which oneDNN runs ~20x slower):
+    # grads[b, c, u, v] = sum_{i, y, x} features[i, b, c, y, x] maps[i, b, y + p - u, x + p - v] (p = k // 2,
+    # zero outside the map), so the shifted copies of each map form a (k*k, H*W) matrix: the k x k patches of
+    # the map padded to (H + k - 1, W + k - 1), in reverse kernel order.
+    k, p = filter_size, filter_size // 2
+    mh, mw = maps.shape[-2:]
+    top = k - 1 - p
+    padded = F.pad(maps.reshape(s * b, 1, mh, mw), (top, w - mw + p, top, h - mh + p))
+    shifted = F.unfold(padded, k).flip(1)  # (S B, k*k, H*W): row u*k + v is the map shifted by (u - p, v - p)
+    per_image = torch.matmul(features.reshape(s * b, c, h * w), shifted.transpose(1, 2))  # (S B, C, k*k)
+    return per_image.reshape(s, b, c, k, k).sum(0)
