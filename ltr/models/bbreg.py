@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ltr.ops.boxes import xywh_to_xyxy
@@ -245,12 +246,23 @@ class EnergyBoxHead(nn.Module):
             mask = (inside[1][:, None] & inside[0][None, :]).to(feat.dtype)  # (rows, cols)
             x = _gather_cells(feat, index[1], index[0]) * mask
             for block in conv.children():
-                if sum(isinstance(m, nn.Conv2d) for m in block.modules()) != 1:
+                convs = sum(isinstance(m, nn.Conv2d) for m in block.modules())
+                if convs != 1 or not any(isinstance(m, nn.Conv2d) for m in block.children()):
                     raise ValueError(
-                        "windowed test features need one convolution per block of the test branch"
+                        "windowed test features need one convolution per block of the test branch, a direct "
+                        "child of the block"
                     )
-                x = block(x) * mask
-            out.append(x[:, :, halo : halo + cells[1], halo : halo + cells[0]])
+                # unpadded ('valid'): each conv computes only the cells the next one reads, the halo shrinks
+                # by its radius (the masked zeros are the full map's padding)
+                for m in block.children():
+                    if isinstance(m, nn.Conv2d):
+                        trim = m.kernel_size[0] // 2
+                        x = F.conv2d(x, m.weight, m.bias, m.stride, 0, m.dilation, m.groups)
+                        mask = mask[trim : mask.shape[0] - trim, trim : mask.shape[1] - trim]
+                    else:
+                        x = m(x)
+                x = x * mask
+            out.append(x)
         near = torch.where(origin > 0, origin, -math.inf)
         valid = torch.cat([near, torch.stack(far)])
         return WindowFeatures((out[0], out[1]), origin, valid)
