@@ -68,7 +68,7 @@ def test_params_validation():
 def test_refine_window_must_be_none_or_non_negative():
     from pytracking.tracker.dimp import DiMPParams
 
-    assert DiMPParams(train_setting="nce_plus_tiny").refine_window == 1.0
+    assert DiMPParams(train_setting="nce_plus_tiny").refine_window == 0.6
     assert DiMPParams(train_setting="nce_plus_tiny", refine_window=None).refine_window is None
     with pytest.raises(ValueError, match="refine_window"):
         DiMPParams(train_setting="nce_plus_tiny", refine_window=-0.5)

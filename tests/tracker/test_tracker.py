@@ -184,7 +184,7 @@ def test_refinement_window_gives_the_same_boxes_as_the_whole_maps(monkeypatch):
     opened = {"target_not_found_threshold": -1e9, "distractor_threshold": 1e9, "hard_negative_threshold": 1e9}
     loaded = random_network("nce_plus_tiny", crop_size=192)
     outs, shapes = [], []
-    for window in (1.0, None):
+    for window in (DiMPParams.refine_window, None):  # the default window, the whole maps
         params = DiMPParams(train_setting="nce_plus_tiny", refine_window=window, **opened)
         tracker = DiMPTracker(loaded.net, loaded.geometry, params)
         calls = []
