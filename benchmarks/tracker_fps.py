@@ -2,7 +2,7 @@
 
 python benchmarks/tracker_fps.py [--param nce_plus|nce_plus_tiny|...] [--device cpu|cuda]
                                  [--geometry setting|dimp50] [--frames 30] [--threads 2] [--no-channels-last]
-                                 [--compare-full-maps] [--compare-unfolded]
+                                 [--compare-full-maps] [--compare-unfolded] [--compile]
 
 Tracks a generated 640x480 video (a textured square moving over a noise background) with a network of the
 parameter set's train setting built with random weights (``pretrained=False``), so it needs no checkpoint and
@@ -16,6 +16,8 @@ machine (issue 5): SuperDiMP geometry 3.4 FPS, 295 ms/frame, box refinement 140 
 DiMP-50 geometry 5.0 FPS, 194 ms/frame, refinement 83 ms. Those figures are CPU figures: compare ratios
 only for ``--device cpu --threads 2`` runs, and in one session (timings vary +-20% on a shared machine).
 The non-backbone share of the frame time is the part this project controls (target < 30%).
+``--compile`` times the tracker with ``params.compile`` (torch.compile of the per-frame backbone and
+classifier features, compiled before the timed frames) after the eager one in the same process.
 ``--compare-unfolded`` also times, in the same process and first, the network with its BatchNorm layers kept
 (the tracker folds them into the convolutions, :mod:`ltr.models.fold_bn`). ``--compare-full-maps`` also
 times, in the same process and first, the same tracker with the box head's test features on the whole maps
@@ -119,6 +121,12 @@ def main() -> None:
         help="also time refine_window=None (box-head features on the whole maps) in this process",
     )
     ap.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the per-frame backbone and classifier features (params.compile); the eager "
+        "tracker is timed first in this process as the baseline",
+    )
+    ap.add_argument(
         "--compare-unfolded",
         action="store_true",
         help="also time the network with its BatchNorm layers kept (not folded into the convolutions)",
@@ -155,13 +163,24 @@ def main() -> None:
     if args.compare_full_maps and params.refine and params.refine_window is not None:
         # in-process baseline: box-head features on the whole maps, as the reference trackers compute them
         baseline = run(dataclasses.replace(params, refine_window=None))
+    eager = None
+    compile_s = 0.0
+    if args.compile:
+        eager = run(params)  # the in-process baseline
+        params = dataclasses.replace(params, compile=True)
+        # compile outside the timed frames: the first tracked frame builds both compiled stages
+        tracker = DiMPTracker(loaded.net, geo, params)
+        tracker.initialize(frames[0], init)
+        start = time.perf_counter()
+        tracker.track(frames[1])
+        compile_s = time.perf_counter() - start
     init_s, frame_ms, stage_ms = run(params)
     fps = 1000 / frame_ms
 
     ref_key = "dimp50" if args.geometry == "dimp50" else ("superdimp" if geo.crop_size == 352 else None)
     print(
         f"param {args.param} ({params.train_setting} network, random weights), device {device}, "
-        f"torch threads {args.threads}, channels_last {args.channels_last}"
+        f"torch threads {args.threads}, channels_last {args.channels_last}, compiled {params.compile}"
     )
     print(
         f"geometry: crop {geo.crop_size} px, search area factor {geo.search_area_factor}, mode {geo.crop_mode}; "
@@ -176,20 +195,29 @@ def main() -> None:
     print(f"  {'(rest)':<12} {other:8.1f}  {other / frame_ms:6.1%}")
     non_backbone = 1 - stage_ms["backbone"] / frame_ms
     print(f"non-backbone share of the frame time: {non_backbone:.1%} (target < 30%)")
+    # the window and folding baselines ran eagerly: compare them with the eager run
+    own_frame, own_stage = (eager[1], eager[2]) if eager is not None else (frame_ms, stage_ms)
     if baseline is not None:
         b_init, b_frame, b_stage = baseline
         print(
             f"against the same tracker with box-head features on the whole maps (refine_window=None), "
             f"this process: {b_frame:.1f} ms/frame, refinement {b_stage['refinement']:.1f} ms; "
-            f"ratio > 1 = the window is faster: frame {b_frame / frame_ms:.2f}x, "
-            f"refinement {b_stage['refinement'] / max(stage_ms['refinement'], 1e-9):.2f}x"
+            f"ratio > 1 = the window is faster: frame {b_frame / own_frame:.2f}x, "
+            f"refinement {b_stage['refinement'] / max(own_stage['refinement'], 1e-9):.2f}x"
+        )
+    if eager is not None:
+        e_init, e_frame, e_stage = eager
+        print(
+            f"against the same tracker eager (not compiled), this process: {e_frame:.1f} ms/frame, backbone "
+            f"{e_stage['backbone']:.1f} ms, classifier {e_stage['classifier']:.1f} ms; ratio > 1 = compiled is "
+            f"faster: frame {e_frame / frame_ms:.2f}x (compilation on the first frame: {compile_s:.1f} s)"
         )
     if unfolded is not None:
         u_init, u_frame, u_stage = unfolded
         print(
             f"against the same network with its BatchNorm layers not folded, this process: {u_frame:.1f} "
             f"ms/frame, backbone {u_stage['backbone']:.1f} ms; ratio > 1 = folding is faster: frame "
-            f"{u_frame / frame_ms:.2f}x, backbone {u_stage['backbone'] / max(stage_ms['backbone'], 1e-9):.2f}x"
+            f"{u_frame / own_frame:.2f}x, backbone {u_stage['backbone'] / max(own_stage['backbone'], 1e-9):.2f}x"
         )
     if ref_key is None:
         print("no reference figures for this geometry (the reference numbers are for 352 px and 288 px)")

@@ -2,7 +2,7 @@
 
 ``python pytracking/run_tracker.py dimp nce_plus --dataset otb|lasot|uav|nfs|trackingnet|got10k_test|
 got10k_val|vot|synthetic|folder [--root DIR] [--sequence NAME ...] [--runid K] [--threads N]
-[--device auto|cpu|cuda] [--net PATH] [--results DIR] [--visdom] [--debug]``
+[--device auto|cpu|cuda] [--net PATH] [--results DIR] [--visdom] [--debug] [--compile]``
 
 Results: ``{results}/{tracker}/{param}[_{runid:03d}]/{seq}.txt`` (+ ``{seq}_time.txt``), default results root
 ``$LTR_WORKSPACE/results``; finished sequences are skipped on a rerun. Exit status 1 when any sequence failed
@@ -12,6 +12,7 @@ Results: ``{results}/{tracker}/{param}[_{runid:03d}]/{seq}.txt`` (+ ``{seq}_time
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -46,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="stop at the first failing sequence with its traceback"
     )
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="dimp: torch.compile the per-frame backbone and classifier features (faster frames after a "
+        "one-off compilation per process)",
+    )
     return p
 
 
@@ -57,12 +64,12 @@ def main(argv: list[str] | None = None) -> int:
         else None
     )
     try:
-        spec = TrackerSpec(args.tracker, args.param, args.net, args.device, visdom, args.debug)
+        spec = TrackerSpec(args.tracker, args.param, args.net, args.device, visdom, args.debug, args.compile)
         if spec.needs_network:
             net = network_path(spec)
             if not Path(net).is_file():
                 raise CheckpointError(f"{net}: no such checkpoint file (--net)")
-            spec = TrackerSpec(args.tracker, args.param, net, args.device, visdom, args.debug)
+            spec = dataclasses.replace(spec, net=net)
     except (NoCheckpointError, CheckpointError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

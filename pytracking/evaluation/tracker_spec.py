@@ -3,6 +3,7 @@ building the tracker from it in whichever process runs the sequences."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,8 @@ class VisdomSpec:
 @dataclass(frozen=True)
 class TrackerSpec:
     """name: tracker ("dimp"); param: parameter set; net: checkpoint path (None: the latest checkpoint of the
-    parameter set's train setting in the workspace); device: ``auto``, ``cpu``, ``cuda`` or ``cuda:K``."""
+    parameter set's train setting in the workspace); device: ``auto``, ``cpu``, ``cuda`` or ``cuda:K``;
+    compile: DiMP only, turns on the parameter set's ``compile`` (torch.compile of the per-frame stages)."""
 
     name: str
     param: str
@@ -35,6 +37,7 @@ class TrackerSpec:
     device: str = "auto"
     visdom: VisdomSpec | None = None
     debug: bool = False
+    compile: bool = False
 
     def __post_init__(self) -> None:
         if self.name not in TRACKERS:
@@ -65,6 +68,8 @@ def build_tracker(spec: TrackerSpec, **tracker_kwargs: Any) -> Any:
     if not spec.needs_network:
         return make_baseline(spec.name, spec.param)
     params = get_parameters(spec.param)
+    if spec.compile:
+        params = dataclasses.replace(params, compile=True)
     device = resolve_device(spec.device)
     path = network_path(spec)
     key = (path, str(device))

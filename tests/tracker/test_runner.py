@@ -107,3 +107,17 @@ def test_baseline_trackers_run_through_the_same_runner(tree, capsys):
     assert alpha.tolist() == [[3.0, 2.0, 6.0, 5.0]] * 6  # the static baseline repeats the initial box
     assert main(["dimp", "default", "--dataset", "folder", "--root", str(root), "--no-progress"]) == 2
     assert "no parameter set 'default'" in capsys.readouterr().err
+
+
+def test_compile_flag_reaches_the_tracker_and_gives_the_eager_results(tree):
+    from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker
+    from pytracking.tracker.dimp.compiled import CompiledStage
+
+    root, ckpt, results = tree
+    tracker = build_tracker(TrackerSpec("dimp", "nce_plus_tiny", str(ckpt), "cpu", compile=True))
+    assert tracker.params.compile and isinstance(tracker._backbone, CompiledStage)
+    assert run(root, ckpt, results, "--sequence", "alpha", "--runid", "1") == 0
+    assert run(root, ckpt, results, "--sequence", "alpha", "--runid", "2", "--compile") == 0
+    eager = read_result_file(results / "dimp" / "nce_plus_tiny_001" / "alpha.txt")
+    compiled = read_result_file(results / "dimp" / "nce_plus_tiny_002" / "alpha.txt")
+    np.testing.assert_allclose(compiled, eager, rtol=0, atol=1e-3)

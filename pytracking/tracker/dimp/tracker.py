@@ -38,6 +38,7 @@ from ltr.models.box_score_grad import BoxScorer, BoxValueAndGrad
 from ltr.models.target_classifier import apply_filter, score_cell_to_pixel
 from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
 from pytracking.tracker.dimp.augment import augmented_samples, feature_dropout
+from pytracking.tracker.dimp.compiled import compiled_stage
 from pytracking.tracker.dimp.frames import crop_frame, frame_size_wh, prepare_frame, upload
 from pytracking.tracker.dimp.localize import (
     HARD_NEGATIVE,
@@ -97,6 +98,12 @@ class DiMPTracker:
         self.generator = torch.Generator().manual_seed(params.seed)
         #: the refinement's random boxes are drawn on the device (a CPU draw would have to be uploaded)
         self.box_generator = torch.Generator(device=self.device)
+        # the per-frame stages (fixed shapes); initialisation's batch of crops runs the modules eagerly
+        self._backbone: Callable[[Tensor], dict[str, Tensor]] = net.backbone
+        self._clf_features: Callable[[Tensor], Tensor] = net.classifier.feature_head
+        if params.compile:
+            self._backbone = compiled_stage(net.backbone, "backbone")
+            self._clf_features = compiled_stage(net.classifier.feature_head, "classifier feature head")
         self.frame_num = 0
         #: tensors of the last frame for visualisation (scores, state, refinement boxes in image pixels)
         self.debug_info: dict[str, Any] = {}
@@ -268,9 +275,9 @@ class DiMPTracker:
             scale, offset = tf.scale[0], tf.offset[0]
             x = self._normalize(crop)
         with t.stage("backbone"):
-            feats = self.net.backbone(x)
+            feats = self._backbone(x)
         with t.stage("classifier"):
-            clf = self.net.classifier.extract_features(feats[CLF_LAYER])  # (1, C, h, w)
+            clf = self._clf_features(feats[CLF_LAYER])  # (1, C, h, w)
             scores = apply_filter(clf[:, None], self.filter)[0, 0]  # (H', W')
         with t.stage("localisation"):
             size_crop = self.size * scale

@@ -1,0 +1,62 @@
+"""``params.compile``: the per-frame backbone and classifier feature head through torch.compile (real
+Inductor, real C++ compiler), the same boxes as eager, and a warned eager fallback when the toolchain fails."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch._inductor.config as inductor_config
+
+from pytracking.tracker.dimp import DiMPParams, DiMPTracker, random_network
+from pytracking.tracker.dimp.compiled import CompiledStage, compiled_stage
+from tests.tracker.helpers import random_frame
+
+OPENED = {"target_not_found_threshold": -1e9, "distractor_threshold": 1e9, "hard_negative_threshold": 1e9}
+
+
+def track(loaded, compile_: bool, frames) -> np.ndarray:
+    params = DiMPParams(train_setting="nce_plus_tiny", compile=compile_, **OPENED)
+    tracker = DiMPTracker(loaded.net, loaded.geometry, params)
+    tracker.initialize(frames[0], [60.0, 40.0, 24.0, 20.0])
+    return np.stack([tracker.track(f) for f in frames[1:]])
+
+
+def test_compiled_stages_give_the_eager_boxes_and_are_shared_per_network():
+    rng = np.random.default_rng(3)
+    frames = [random_frame(rng, 120, 160) for _ in range(4)]
+    loaded = random_network("nce_plus_tiny", crop_size=64)
+    eager = track(loaded, False, frames)
+    compiled = track(loaded, True, frames)
+    stage = compiled_stage(loaded.net.backbone, "backbone")
+    assert stage.compiled  # it did not fall back
+    np.testing.assert_allclose(compiled, eager, rtol=0, atol=1e-3)
+    assert not np.allclose(eager[:, 2:], [24.0, 20.0])  # refinement ran
+    # a second tracker on the same network reuses the compiled stage
+    tracker = DiMPTracker(
+        loaded.net, loaded.geometry, DiMPParams(train_setting="nce_plus_tiny", compile=True)
+    )
+    assert tracker._backbone is stage
+
+
+def test_a_failing_compiler_warns_once_and_runs_eagerly(monkeypatch):
+    # a real toolchain failure: Inductor's C++ compiler does not exist (and no cached build may hide that)
+    monkeypatch.setattr(inductor_config.cpp, "cxx", ("/nonexistent/bin/c++",))
+    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
+    stage = CompiledStage(module, "test conv")
+    x = torch.randn(1, 3, 8, 8)
+    with torch.no_grad():
+        with pytest.warns(RuntimeWarning, match="test conv failed .*C\\+\\+ compiler"):
+            out = stage(x)
+        assert not stage.compiled
+        torch.testing.assert_close(out, module(x))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the fallback warns once: a second warning would raise here
+            torch.testing.assert_close(stage(x), module(x))
+
+
+def test_compile_must_be_a_bool():
+    with pytest.raises(ValueError, match="compile"):
+        DiMPParams(train_setting="nce_plus_tiny", compile="yes")
