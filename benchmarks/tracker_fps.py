@@ -2,7 +2,7 @@
 
 python benchmarks/tracker_fps.py [--param nce_plus|nce_plus_tiny|...] [--device cpu|cuda]
                                  [--geometry setting|dimp50] [--frames 30] [--threads 2] [--no-channels-last]
-                                 [--compare-full-maps] [--compare-unfolded] [--compile]
+                                 [--compare-full-maps] [--compare-unfolded] [--compile] [--flops]
 
 Tracks a generated 640x480 video (a textured square moving over a noise background) with a network of the
 parameter set's train setting built with random weights (``pretrained=False``), so it needs no checkpoint and
@@ -16,7 +16,9 @@ machine (issue 5): SuperDiMP geometry 3.4 FPS, 295 ms/frame, box refinement 140 
 DiMP-50 geometry 5.0 FPS, 194 ms/frame, refinement 83 ms. Those figures are CPU figures: compare ratios
 only for ``--device cpu --threads 2`` runs, and in one session (timings vary +-20% on a shared machine).
 The non-backbone share of the frame time is the part this project controls (target < 30%).
-``--compile`` times the tracker with ``params.compile`` (torch.compile of the per-frame backbone and
+``--flops`` counts each stage's products (convolutions, matrix products) over 20 frames: the non-backbone
+share of the arithmetic, which no implementation of these network heads goes below at the backbone's speed
+per FLOP. ``--compile`` times the tracker with ``params.compile`` (torch.compile of the per-frame backbone and
 classifier features, compiled before the timed frames) after the eager one in the same process.
 ``--compare-unfolded`` also times, in the same process and first, the network with its BatchNorm layers kept
 (the tracker folds them into the convolutions, :mod:`ltr.models.fold_bn`). ``--compare-full-maps`` also
@@ -31,9 +33,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from ltr.models.tracking import DiMPNet
 from pytracking.parameter.dimp import NAMES, get_parameters
@@ -60,6 +65,37 @@ def make_video(num_frames: int, width: int = 640, height: int = 480, seed: int =
         frame[y : y + 60, x : x + 60] = texture
         frames.append(frame)
     return frames, np.array([200.0, 150.0, 60.0, 60.0])
+
+
+class StageFlops:
+    """A tracker timer that counts floating-point operations per stage instead of seconds.
+
+    ``torch.utils.flop_counter.FlopCounterMode`` counts the products (convolutions, matrix products; 2 per
+    multiply-accumulate), not the element-wise work: the arithmetic a stage cannot avoid at the network's
+    size, whatever the implementation.
+    """
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        counter = FlopCounterMode(display=False)
+        with counter:
+            yield
+        self.totals[name] = self.totals.get(name, 0.0) + counter.get_total_flops()
+
+
+def count_flops(
+    net: DiMPNet, geometry: Geometry, params: DiMPParams, frames: list[np.ndarray], init: np.ndarray
+) -> dict[str, float]:
+    """GFLOP per frame and stage over ``frames[1:]`` (eager: the counter sees every product)."""
+    counter = StageFlops()
+    tracker = DiMPTracker(net, geometry, dataclasses.replace(params, compile=False), timer=counter)  # type: ignore[arg-type]
+    tracker.initialize(frames[0], init)
+    for f in frames[1:]:
+        tracker.track(f)
+    return {s: counter.totals.get(s, 0.0) / (len(frames) - 1) / 1e9 for s in STAGES}
 
 
 class Measure:
@@ -125,6 +161,12 @@ def main() -> None:
         action="store_true",
         help="torch.compile the per-frame backbone and classifier features (params.compile); the eager "
         "tracker is timed first in this process as the baseline",
+    )
+    ap.add_argument(
+        "--flops",
+        action="store_true",
+        help="also count the products (GFLOP) of every stage over 20 frames (one filter optimisation): the "
+        "arithmetic floor of the non-backbone share",
     )
     ap.add_argument(
         "--compare-unfolded",
@@ -195,6 +237,17 @@ def main() -> None:
     print(f"  {'(rest)':<12} {other:8.1f}  {other / frame_ms:6.1%}")
     non_backbone = 1 - stage_ms["backbone"] / frame_ms
     print(f"non-backbone share of the frame time: {non_backbone:.1%} (target < 30%)")
+    if args.flops:
+        flops = count_flops(loaded.net, geo, params, frames[:21], init)
+        total = sum(flops.values())
+        print("products per frame (GFLOP; 2 per multiply-accumulate), stage: GFLOP  share of the products")
+        print(
+            "  " + ", ".join(f"{s} {flops[s]:.2f} ({flops[s] / total:.0%})" for s in STAGES if flops[s] > 0)
+        )
+        print(
+            f"non-backbone share of the products: {1 - flops['backbone'] / total:.1%}; at the backbone's speed "
+            f"per GFLOP the non-backbone work alone would take {1 - flops['backbone'] / total:.1%} of the frame"
+        )
     # the window and folding baselines ran eagerly: compare them with the eager run
     own_frame, own_stage = (eager[1], eager[2]) if eager is not None else (frame_ms, stage_ms)
     if baseline is not None:
