@@ -1,7 +1,9 @@
 """``params.compile``: the per-frame backbone and classifier feature head through torch.compile (real
 Inductor, real C++ compiler), the same boxes as eager, and a warned eager fallback when the toolchain fails."""
 
+import gc
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -60,3 +62,18 @@ def test_a_failing_compiler_warns_once_and_runs_eagerly(monkeypatch):
 def test_compile_must_be_a_bool():
     with pytest.raises(ValueError, match="compile"):
         DiMPParams(train_setting="nce_plus_tiny", compile="yes")
+
+
+def test_a_compiled_stage_lives_and_dies_with_its_module():
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
+    stage = compiled_stage(module, "conv")
+    assert compiled_stage(module, "conv") is stage
+    x = torch.randn(1, 3, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(stage(x), module(x))
+    assert stage.compiled
+    assert list(module.state_dict()) == ["0.weight", "0.bias"]  # not a submodule: checkpoints are unchanged
+    ref = weakref.ref(module)
+    del module, stage
+    gc.collect()
+    assert ref() is None

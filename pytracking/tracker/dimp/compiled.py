@@ -3,9 +3,10 @@ feature head (``params.compile``).
 
 Every tracked frame runs them on one crop of the same size, so each compiles once per network and process
 (Inductor, with the weights frozen as constants: convolutions get prepacked weights and fused ReLU / residual
-adds). The first frame pays the compilation (about 15 s for ResNet-50 on 2 CPU cores; Inductor's disk cache
-makes later processes faster); initialisation's batch of augmented crops stays eager. Compiled stages are
-cached per network object and shared by every tracker built on it.
+adds). The first frame pays the compilation (about 13 s for ResNet-50 on 2 CPU cores, 4 s once Inductor's disk
+cache holds it); initialisation's batch of augmented crops stays eager. Compiled stages are kept on the module
+object and shared by every tracker built on it; the weights are baked in, so they must not change afterwards
+(the tracker's networks are frozen).
 
 Compilation can fail where the toolchain is missing (no C++ compiler for CPU code, no Triton for CUDA):
 the stage then warns once and runs eagerly, so ``compile=True`` never stops a run.
@@ -14,7 +15,6 @@ the stage then warns once and runs eagerly, so ``compile=True`` never stops a ru
 from __future__ import annotations
 
 import warnings
-import weakref
 from collections.abc import Callable
 
 import torch
@@ -54,12 +54,17 @@ class CompiledStage:
         return self.module(*args)
 
 
-_STAGES: weakref.WeakKeyDictionary[nn.Module, CompiledStage] = weakref.WeakKeyDictionary()
+_ATTRIBUTE = "_tracker_compiled_stage"
 
 
 def compiled_stage(module: nn.Module, name: str) -> CompiledStage:
-    """The :class:`CompiledStage` of ``module`` (one per module object and process)."""
-    stage = _STAGES.get(module)
+    """The :class:`CompiledStage` of ``module`` (one per module object and process).
+
+    Kept as a plain attribute of the module (not a submodule: no state dict entry), so it lives and dies with
+    the module.
+    """
+    stage = module.__dict__.get(_ATTRIBUTE)
     if stage is None:
-        stage = _STAGES[module] = CompiledStage(module, name)
+        stage = CompiledStage(module, name)
+        module.__dict__[_ATTRIBUTE] = stage
     return stage

@@ -142,7 +142,7 @@ class DiMPParams:
     #: does not need (cheaper where a host read costs nothing). None: True on CUDA, False elsewhere.
     sync_free: bool | None = None
     #: torch.compile the per-frame backbone and classifier feature head (:mod:`.compiled`): faster frames
-    #: after a one-off compilation on the first frame (about 15 s for ResNet-50 on 2 CPU cores); falls back
+    #: after a one-off compilation on the first frame (about 13 s for ResNet-50 on 2 CPU cores); falls back
     #: to eager with a warning where compilation fails
     compile: bool = False
     seed: int = 0
