@@ -41,16 +41,16 @@ def test_compiled_stages_give_the_eager_boxes_and_are_shared_per_network():
     assert tracker._backbone is stage
 
 
-def test_a_failing_compiler_warns_once_and_runs_eagerly(monkeypatch):
-    # a real toolchain failure: Inductor's C++ compiler does not exist (and no cached build may hide that)
-    monkeypatch.setattr(inductor_config.cpp, "cxx", ("/nonexistent/bin/c++",))
-    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
+def test_a_failing_compiler_warns_once_and_runs_eagerly():
     torch.manual_seed(0)
     module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
     stage = CompiledStage(module, "test conv")
     x = torch.randn(1, 3, 8, 8)
+    # a real toolchain failure: Inductor's C++ compiler does not exist (and no cached build may hide that);
+    # Inductor's own patch context restores its config (monkeypatch's undo deletes config entries)
+    broken = inductor_config.patch({"cpp.cxx": ("/nonexistent/bin/c++",), "fx_graph_cache": False})
     with torch.no_grad():
-        with pytest.warns(RuntimeWarning, match="test conv failed .*C\\+\\+ compiler"):
+        with broken, pytest.warns(RuntimeWarning, match="test conv failed .*C\\+\\+ compiler"):
             out = stage(x)
         assert not stage.compiled
         torch.testing.assert_close(out, module(x))
