@@ -46,8 +46,8 @@ class DiMPTrainConfig:
 
     The box loss is ``data.box_method`` with ``data.box_method_kwargs``: the data pipeline draws the
     candidates with it and the actor computes the loss with the same method object.
-    ``dataset_options`` holds extra keyword options per dataset name for the dataset factories (TrackingNet
-    ``chunks``).
+    ``dataset_options`` holds extra keyword options for the dataset factories, per dataset name (TrackingNet
+    ``chunks``) or per ``name:split`` spec (that split only).
     """
 
     net: NetConfig = field(default_factory=NetConfig)

@@ -71,13 +71,16 @@ def preflight(config: DiMPTrainConfig, setting: str) -> None:
 
 
 def build_datasets(specs: Sequence[str], options: dict[str, Any]) -> list[SequenceDataset]:
-    """The sequence datasets named by ``specs`` (``name[:split]``), with per-name factory ``options``."""
+    """The sequence datasets named by ``specs`` (``name[:split]``), with factory ``options`` keyed by dataset
+    name (every split) and by the whole spec (``"synthetic:train"``: that split only, over the name's)."""
     from ltr.dataset.registry import get_dataset
 
-    return [
-        get_dataset(name, split=split, **dict(options.get(name, {})))
-        for name, split in map(parse_dataset_spec, specs)
-    ]
+    out = []
+    for spec in specs:
+        name, split = parse_dataset_spec(spec)
+        kwargs = {**dict(options.get(name, {})), **dict(options.get(spec, {}) if spec != name else {})}
+        out.append(get_dataset(name, split=split, **kwargs))
+    return out
 
 
 def samples_in_batch(batch: dict[str, Any]) -> int:
