@@ -2,11 +2,11 @@
 feature head (``params.compile``).
 
 Every tracked frame runs them on one crop of the same size, so each compiles once per network and process
-(Inductor, with the weights frozen as constants: convolutions get prepacked weights and fused ReLU / residual
-adds). The first frame pays the compilation (about 13 s for ResNet-50 on 2 CPU cores, 4 s once Inductor's disk
-cache holds it); initialisation's batch of augmented crops stays eager. Compiled stages are kept on the module
-object and shared by every tracker built on it; the weights are baked in, so they must not change afterwards
-(the tracker's networks are frozen).
+(Inductor, with the weights frozen as constants, which lets it prepack the convolution weights and fuse the
+element-wise work). The first frame pays the compilation: about 13 s for ResNet-50 on 2 CPU cores, 4 s once
+Inductor's disk cache holds it. Initialisation's batch of augmented crops stays eager. Compiled stages are
+kept on the module object and shared by every tracker built on it; the weights are baked in, so they must not
+change afterwards (the tracker's networks are frozen).
 
 Compilation can fail where the toolchain is missing (no C++ compiler for CPU code, no Triton for CUDA):
 the stage then warns once and runs eagerly, so ``compile=True`` never stops a run.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch._inductor.config as inductor_config
@@ -36,7 +37,7 @@ class CompiledStage:
         self.compiled = True
         self._fn: Callable = torch.compile(module, dynamic=False)
 
-    def __call__(self, *args: Tensor):
+    def __call__(self, *args: Tensor) -> Any:
         if self.compiled:
             try:
                 # freezing is read while compiling, at the first call: compile(options=...) does not reach it
