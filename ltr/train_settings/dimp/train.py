@@ -78,7 +78,7 @@ def build_datasets(specs: Sequence[str], options: dict[str, Any]) -> list[Sequen
     out = []
     for spec in specs:
         name, split = parse_dataset_spec(spec)
-        kwargs = {**dict(options.get(name, {})), **dict(options.get(spec, {}) if spec != name else {})}
+        kwargs = {**options.get(name, {}), **options.get(spec, {})}  # spec == name: the same options twice
         out.append(get_dataset(name, split=split, **kwargs))
     return out
 
