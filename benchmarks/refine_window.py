@@ -4,8 +4,8 @@
                                        [--dataset synthetic] [--root DIR] [--threads 1]
 
 Tracks every sequence of the dataset once per margin (``none``: the box head's features on the whole maps)
-with the same checkpoint and prints, per margin: the success AUC (mean over sequences of the fraction of
-frames with IoU above 21 thresholds 0, 0.05, .., 1, first frame excluded), the mean IoU, how many refined
+with the same checkpoint and prints, per margin: AUC and OP50 scored by eval's code under the dataset's
+default protocol (the numbers ``python eval/run_eval.py`` gives for these boxes), how many refined
 candidate boxes ended on the window's edge (clipped there: the ascent wanted to go further), and in how many
 frames such a box was among those averaged into the output. A margin is large enough when that last count is
 (nearly) zero; the AUC differences between margins that clip nothing are the tracker's sensitivity to
@@ -18,16 +18,15 @@ import argparse
 import dataclasses
 import time
 
-import numpy as np
 import torch
 
 import pytracking.tracker.dimp.tracker as tracker_module
-from eval.box_metrics import iou_xywh
+from eval.evaluation import evaluate_tracker, make_inputs
+from eval.ground_truth import from_sequence
+from eval.protocols import protocol_for_dataset
 from pytracking.evaluation.runner import DatasetSpec, track_sequence
 from pytracking.parameter.dimp import NAMES, get_parameters
 from pytracking.tracker.dimp import DiMPTracker, load_network
-
-THRESHOLDS = np.linspace(0.0, 1.0, 21)
 
 
 class ClipCounter:
@@ -59,36 +58,53 @@ class ClipCounter:
         return result
 
 
+def parse_margins(text: str) -> list[float | None]:
+    """``--margins``: comma-separated numbers >= 0 or ``none`` (the whole maps)."""
+    margins: list[float | None] = []
+    for part in text.split(","):
+        word = part.strip()
+        try:
+            margin = None if word == "none" else float(word)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{word!r} is neither a number nor 'none'") from None
+        if margin is not None and not margin >= 0:
+            raise argparse.ArgumentTypeError(f"{word!r}: a margin must be >= 0")
+        margins.append(margin)
+    return margins
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--net", required=True, help="checkpoint path")
     ap.add_argument("--param", default="nce_plus_tiny", choices=NAMES)
-    ap.add_argument("--margins", default="none,1.0,0.75,0.6")
+    ap.add_argument("--margins", type=parse_margins, default="none,1.0,0.75,0.6", help="comma-separated")
     ap.add_argument("--dataset", default="synthetic")
     ap.add_argument("--root", default=None)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    margins = [None if m.strip() == "none" else float(m) for m in args.margins.split(",")]
     loaded = load_network(args.net, torch.device("cpu"))
     dataset = DatasetSpec(args.dataset, args.root).open()
     names = dataset.sequence_names()
+    protocol = protocol_for_dataset(args.dataset)
     counter = ClipCounter()
     tracker_module.refine_box = counter
     print(f"{args.net}: {args.param} on {args.dataset} ({len(names)} sequences)")
-    for margin in margins:
+    for margin in args.margins:
         params = dataclasses.replace(get_parameters(args.param), refine_window=margin)
         counter.reset()
-        aucs, ious = [], []
+        ground_truth, predictions = [], {}
         start = time.perf_counter()
         for name in names:
             sequence = dataset.get_sequence(name)
             boxes, _ = track_sequence(DiMPTracker(loaded.net, loaded.geometry, params), sequence)
-            iou = np.nan_to_num(iou_xywh(boxes[1:], np.asarray(sequence.boxes, dtype=np.float64)[1:]))
-            aucs.append(np.mean([(iou > t).mean() for t in THRESHOLDS]))
-            ious.append(iou)
+            ground_truth.append(from_sequence(sequence))
+            predictions[name] = boxes
+        scores = evaluate_tracker(
+            f"margin {margin}", [make_inputs(ground_truth, predictions)], protocol
+        ).scores
         print(
-            f"  margin {str(margin):>5}: AUC {100 * np.mean(aucs):6.2f}  mean IoU {np.concatenate(ious).mean():.4f}"
+            f"  margin {str(margin):>5}: AUC {scores['auc']:6.2f}  OP50 {scores['op50']:6.2f}"
             f"  boxes on the window's edge {counter.clipped}/{counter.boxes}, frames averaging one "
             f"{counter.frames_clipped}/{counter.frames}  ({time.perf_counter() - start:.0f} s)",
             flush=True,

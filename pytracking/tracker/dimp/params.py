@@ -132,7 +132,7 @@ class DiMPParams:
     #: beyond its edges (candidates start within 0.175 of it; boxes are kept inside the window during the
     #: ascent, which is exact there); None = the whole feature maps (the reference trackers). 0.6: on the
     #: synthetic test set (30-epoch tiny checkpoint, 2968 frames) 1 frame averaged a box that reached the
-    #: window's edge, none at 0.75 or 1.0, 243 at 0.25; AUC 21.32 (0.6), 21.14 (0.75), 21.20 (1.0), 21.25 (None)
+    #: window's edge, none at 0.75 or 1.0, 243 at 0.25; AUC 20.87 (0.6), 20.70 (0.75), 20.76 (1.0), 20.82 (None)
     refine_window: float | None = 0.6
     # runtime
     channels_last: bool = True
