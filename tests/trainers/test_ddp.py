@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -20,9 +21,22 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A free loopback port below Linux's ephemeral range (32768 and up by default).
+
+    Rank 1 connects to ``MASTER_PORT`` while rank 0 may not listen on it yet. A port from the ephemeral range
+    can also be handed to such a connection as its own source port, and the connection then lands on itself
+    (TCP self-connect), leaving rank 0 unable to bind. Ports below the range are never handed out that way.
+    """
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(20000, 32000)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("test_ddp: no free loopback port in 20000-31999")
 
 
 def _worker_args(tmp_path: Path, *extra: str) -> list[str]:
