@@ -1,7 +1,8 @@
 """Tracking quality over training seeds: the tiny DiMP-NCE+ recipe against OpenCV CSRT on the synthetic test set.
 
-python benchmarks/quality_seeds.py --workspace W [--seeds 0 1 2] [--videos 800] [--epochs 60] [--lr-step 42]
+python benchmarks/quality_seeds.py --workspace W [--seeds 0 1 2] [--videos 800] [--epochs 30] [--lr-step 21]
                                    [--jobs 2] [--train-threads 1] [--device cpu|cuda|auto]
+                                   [--train-option KEY=VALUE ...]
 
 For every seed: trains ``dimp nce_plus_tiny`` on ``--videos`` synthetic training videos for ``--epochs``
 epochs (learning rates x0.2 after ``--lr-step``) into ``W/seed{S}`` (skipped when its last checkpoint exists;
@@ -15,6 +16,9 @@ does what is missing.
 Printed: each seed's AUC with and without refinement and its difference to CSRT's AUC, evaluated in the
 same run, then the mean, standard deviation and minimum over seeds and how many seeds score above CSRT.
 Up to ``--jobs`` trainings (and trackings) run at once, each with ``--train-threads`` torch threads.
+``--train-option`` passes more config overrides to every training (e.g. ``data.search_area_factor=4.0
+net.label_init_sigma=0.5``). A workspace holds one recipe: ``W/recipe.json`` records it, and a rerun with a
+different one stops with an error instead of mixing checkpoints.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ltr.admin.io import atomic_write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -39,7 +45,8 @@ def run_logged(cmd: list[str], log: Path, threads: int) -> None:
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    print("$", shlex.join(cmd), f"> {log}", flush=True)
+    sys.stdout.write(f"$ {shlex.join(cmd)} > {log}\n")  # one write: jobs print from several threads
+    sys.stdout.flush()
     with log.open("a") as out:
         code = subprocess.call(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     if code != 0:
@@ -59,6 +66,7 @@ def train(args: argparse.Namespace, seed: int) -> Path:
     options = json.dumps({"synthetic:train": {"num_sequences": args.videos}})
     cmd = [sys.executable, "ltr/run_training.py", "dimp", "nce_plus_tiny", f"dataset_options={options}"]
     cmd += [f"trainer.epochs={args.epochs}", f"trainer.lr_step={args.lr_step}", f"trainer.seed={seed}"]
+    cmd += args.train_option
     cmd += ["--workspace", str(seed_dir), "--device", args.device]
     if (seed_dir / "checkpoints").is_dir():
         cmd.append("--resume")
@@ -78,6 +86,26 @@ def track(args: argparse.Namespace, tracker: str, param: str, *, net: Path | Non
         cmd += ["--runid", str(runid)]
     suffix = "" if runid is None else f"_{runid:03d}"
     run_logged(cmd, args.workspace / "logs" / f"track_{tracker}_{param}{suffix}.log", args.train_threads)
+
+
+def check_recipe(args: argparse.Namespace) -> None:
+    """Record the training recipe in ``W/recipe.json``, or raise ``SystemExit`` if it holds another one."""
+    recipe = {
+        "videos": args.videos,
+        "epochs": args.epochs,
+        "lr_step": args.lr_step,
+        "train_options": args.train_option,
+    }
+    path = args.workspace / "recipe.json"
+    if path.is_file():
+        saved = json.loads(path.read_text())
+        if saved != recipe:
+            raise SystemExit(
+                f"{path} holds the recipe {saved}, not this run's {recipe}: use another --workspace"
+            )
+        return
+    args.workspace.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(recipe, indent=1) + "\n")
 
 
 def seed_key(param: str, seed: int) -> str:
@@ -113,10 +141,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workspace", type=Path, required=True, help="training runs, results, logs and eval")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--videos", type=int, default=800, help="synthetic training videos (the demo: 200)")
-    p.add_argument("--epochs", type=int, default=60)
-    p.add_argument("--lr-step", type=int, default=42, help="epochs before the learning rates drop x0.2")
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--lr-step", type=int, default=21, help="epochs before the learning rates drop x0.2")
     p.add_argument("--jobs", type=int, default=2, help="trainings / trackings at once")
     p.add_argument("--train-threads", type=int, default=1, help="torch threads per job")
+    p.add_argument(
+        "--train-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="another training config override (repeatable)",
+    )
     p.add_argument(
         "--device", default="cpu", choices=["auto", "cpu", "cuda"], help="for training and tracking"
     )
@@ -125,7 +160,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--seeds repeats a seed: {args.seeds}")
     if not 0 < args.lr_step <= args.epochs:
         p.error(f"--lr-step {args.lr_step} must be in 1..--epochs ({args.epochs})")
+    bad = [o for o in args.train_option if "=" not in o]
+    if bad:
+        p.error(f"--train-option takes KEY=VALUE, got {bad}")
     args.workspace = args.workspace.resolve()
+    check_recipe(args)
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         nets = dict(zip(args.seeds, pool.map(lambda s: train(args, s), args.seeds)))
