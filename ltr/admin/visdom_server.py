@@ -32,8 +32,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# free_port is re-exported: docs/visdom.md and scripts/visdom_screenshot.py import it from here
+from ltr.admin.ports import LOOPBACK
+from ltr.admin.ports import free_port as free_port
+
 DEFAULT_PORT = 8097
-LOOPBACK = "127.0.0.1"
 # the one file visdom writes after a complete asset download; it holds visdom.__version__
 VERSION_BUILT = "version.built"
 
@@ -265,13 +268,6 @@ def ensure_assets(
         raise VisdomAssetError(f"after installing, still missing in {static}: {', '.join(still)}")
     log(f"visdom assets: wrote {len(written)} file(s); {VERSION_BUILT} = {_visdom_version()}")
     return written
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it; others may take it meanwhile)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
 
 
 def _answers(port: int, timeout: float = 0.5) -> bool:

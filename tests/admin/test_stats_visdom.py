@@ -6,18 +6,12 @@ import csv
 import io
 import json
 import math
-import socket
 
 import pytest
 
+from ltr.admin.ports import free_port
 from ltr.admin.stats import VisdomPlotter, VisdomUnavailable, read_stats_json, stats_csv_text, write_stats
 from ltr.trainers import VisdomHook
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_csv_and_json_from_a_history(tmp_path):
@@ -42,7 +36,7 @@ def test_csv_and_json_from_a_history(tmp_path):
 
 
 def test_no_visdom_server_is_a_clear_error():
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     with pytest.raises(
         VisdomUnavailable, match=rf"no visdom server is running at http://127.0.0.1:{port}"
     ) as e:
@@ -55,7 +49,7 @@ def visdom_server(tmp_path):
     """A real visdom server on 127.0.0.1 (the project's offline starter; no browser assets needed)."""
     from ltr.admin.visdom_server import start_server
 
-    server = start_server(_free_port(), env_path=tmp_path / "visdom_env")
+    server = start_server(free_port(), env_path=tmp_path / "visdom_env")
     try:
         yield server.port
     finally:

@@ -1,21 +1,15 @@
 """The tracking live view posts its panes to a real visdom server on 127.0.0.1."""
 
 import json
-import socket
 
 import numpy as np
 import pytest
 
+from ltr.admin.ports import free_port
 from pytracking.run_tracker import main
 from pytracking.visdom_view import FRAME_WIN, SCORE_WIN, STATE_WIN, VisdomView, draw_boxes, score_image
 from tests.dataset.fixtures import make_folder_sequence
 from tests.tracker.helpers import write_tiny_checkpoint
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_drawing_helpers():
@@ -29,7 +23,7 @@ def test_drawing_helpers():
 
 
 def test_no_server_is_a_clear_error(tmp_path, capsys):
-    port = _free_port()
+    port = free_port()
     with pytest.raises(ConnectionError, match=f"python -m ltr.admin.visdom_server --port {port}"):
         VisdomView(port=port)
     argv = ["dimp", "nce_plus_tiny", "--dataset", "folder", "--root", str(tmp_path), "--net"]
@@ -46,7 +40,7 @@ def test_tracking_run_posts_frame_score_map_and_state(tmp_path, capsys):
     root = tmp_path / "data"
     make_folder_sequence(root, "seq", [[3.0, 2.0, 6.0, 5.0]] * 4)
     ckpt = write_tiny_checkpoint(tmp_path / "tiny.pth.tar")
-    server = start_server(_free_port(), env_path=tmp_path / "visdom_env")
+    server = start_server(free_port(), env_path=tmp_path / "visdom_env")
     try:
         argv = ["dimp", "nce_plus_tiny", "--dataset", "folder", "--root", str(root), "--net", str(ckpt)]
         argv += ["--results", str(tmp_path / "res"), "--device", "cpu", "--no-progress"]

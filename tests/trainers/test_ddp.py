@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,28 +13,10 @@ import pytest
 import torch
 
 from ltr.admin.checkpoint import list_checkpoints, load_checkpoint, run_dir
+from ltr.admin.ports import free_port
 from tests.trainers.toy import SETTING
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    """A free loopback port below Linux's ephemeral range (32768 and up by default).
-
-    Rank 1 connects to ``MASTER_PORT`` while rank 0 may not listen on it yet. A port from the ephemeral range
-    can also be handed to such a connection as its own source port, and the connection then lands on itself
-    (TCP self-connect), leaving rank 0 unable to bind. Ports below the range are never handed out that way.
-    """
-    rng = random.Random()
-    for _ in range(200):
-        port = rng.randrange(20000, 32000)
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("test_ddp: no free loopback port in 20000-31999")
 
 
 def _worker_args(tmp_path: Path, *extra: str) -> list[str]:
@@ -51,7 +31,7 @@ def _env() -> dict[str, str]:
 def _launch(tmp_path: Path, *extra: str) -> None:
     """Start two ranks directly with the variables torchrun sets (one interpreter fewer than torchrun)."""
     (tmp_path / "out").mkdir(parents=True, exist_ok=True)
-    port = str(_free_port())
+    port = str(free_port())
     procs = []
     for rank in range(2):
         env = {
