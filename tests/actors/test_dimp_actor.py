@@ -123,7 +123,9 @@ def test_short_training_reduces_both_losses():
         optim.step()
         history.append({k: v.item() for k, v in stats.items()})
     first, last = history[0], history[-1]
-    assert last["clf/final"] < 0.5 * first["clf/final"], (first, last)
+    # Adam's steps make the tiny classifier loss spike now and then (x2-5 for a step): average the last five
+    late_clf = sum(h["clf/final"] for h in history[-5:]) / 5
+    assert late_clf < 0.5 * first["clf/final"], [h["clf/final"] for h in history]
     assert last["loss/box"] < 0.7 * first["loss/box"], (first, last)
     assert last["box/score_gap"] > first["box/score_gap"] + 1.0, (first, last)
 

@@ -53,6 +53,28 @@ def test_filter_per_sequence_and_its_transpose(k):
     torch.testing.assert_close(apply_filter_transpose(feat, maps, k), grad)
 
 
+@pytest.mark.parametrize("k", [3, 4])
+def test_filter_is_differentiable_in_both_arguments_and_takes_any_layout(k):
+    # training backpropagates through the scores into the features and the (optimised) filters
+    torch.manual_seed(2)
+    feat = torch.randn(2, 2, 3, 5, 4, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(2, 3, k, k, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(apply_filter, (feat, w))
+    assert torch.autograd.gradgradcheck(apply_filter, (feat, w))
+    # channels_last image features (the tracker's backbone output) and a non-contiguous filter view
+    images = torch.randn(6, 8, 9, 7).contiguous(memory_format=torch.channels_last)
+    wide = torch.randn(2, 8, k, k + 2)
+    got = apply_filter(images.view(3, 2, 8, 9, 7), wide[..., :k])
+    ref = torch.stack(
+        [
+            F.conv2d(images.view(3, 2, 8, 9, 7)[:, b], wide[b : b + 1, :, :, :k], padding=k // 2)[:, 0]
+            for b in (0, 1)
+        ],
+        dim=1,
+    )
+    torch.testing.assert_close(got, ref)
+
+
 def test_filter_transpose_is_differentiable_in_both_arguments_and_takes_any_layout():
     # the optimizer runs inside the training graph: its filter gradient is differentiated again
     torch.manual_seed(1)

@@ -1,9 +1,10 @@
 """Correlation of per-sequence filters with feature maps, and its transpose (the filter gradient).
 
 Shapes: features (S, B, C, H, W) for S images of each of B sequences; one filter (C, k, k) per sequence,
-stacked (B, C, k, k). The correlation is a grouped 2-D convolution over the sequence dimension and its
-transpose one batched product per image, so each sequence only ever sees its own filter and there is no
-Python loop over sequences.
+stacked (B, C, k, k). Both the correlation and its transpose are batched matrix products (the channel sum)
+followed by k * k shifts of small maps, so each sequence only ever sees its own filter and there is no
+Python loop over sequences. (oneDNN runs the equivalent grouped convolutions, a single output channel per
+group, 2-50x slower: ``python benchmarks/filter_transpose.py``.)
 
 Padding is ``k // 2`` on every side, so a score map is (H + 1 - k % 2, W + 1 - k % 2): for the even filter
 size 4 of DiMP the map is one cell larger than the feature map.
@@ -57,7 +58,17 @@ def apply_filter(features: Tensor, filters: Tensor) -> Tensor:
     if features.shape[2] != channels:
         raise ValueError(f"apply_filter: features have C={features.shape[2]} channels, filters C={channels}")
     s, b, c, h, w = features.shape
-    scores = F.conv2d(features.reshape(s, b * c, h, w), filters, padding=k // 2, groups=b)
+    # scores[y, x] = sum_{u, v} (filters[:, :, u, v] . features[:, :, y + u - p, x + v - p]) (p = k // 2, zero
+    # outside the map): one product gives every tap's channel sum at every cell, (S, B, k*k, H*W), and the
+    # score map is the sum of the k*k tap maps, each shifted by its tap's offset
+    p = k // 2
+    taps = torch.matmul(filters.reshape(num_seq, c, k * k).transpose(1, 2), features.reshape(s, b, c, h * w))
+    taps = F.pad(taps.reshape(s, b, k * k, h, w), (p, p, p, p))
+    mh, mw = score_map_size((h, w), k)
+    scores = taps[:, :, 0, :mh, :mw]
+    for tap in range(1, k * k):
+        u, v = divmod(tap, k)
+        scores = scores + taps[:, :, tap, u : u + mh, v : v + mw]
     return scores  # (S, B, H', W')
 
 
