@@ -10,12 +10,13 @@ from pytracking.tracker.dimp.localize import (
     UNCERTAIN,
     LocalizationThresholds,
     localize,
+    motion_window,
 )
 
 STRIDE = 16.0
 
 
-def run(peaks, previous_cell=(4, 4), base=0.0):
+def run(peaks, previous_cell=(4, 4), base=0.0, window=0.0):
     scores = torch.full((9, 9), base)
     for (r, c), v in peaks.items():
         scores[r, c] = v
@@ -26,6 +27,7 @@ def run(peaks, previous_cell=(4, 4), base=0.0):
         torch.tensor([32.0, 32.0]),
         cell_to_pixel=(STRIDE, 0.0),
         thresholds=LocalizationThresholds(),
+        window_strength=window,
     )
 
 
@@ -77,3 +79,43 @@ def test_rejects_batched_maps():
             cell_to_pixel=(16.0, 0.0),
             thresholds=LocalizationThresholds(),
         )
+
+
+def test_motion_window_is_the_reference_hann_window_when_centred():
+    # pytracking's centred hann1d(N): 0.5 (1 - cos(2 pi k / (N + 1))), k = 1..N
+    n = 9
+    k = torch.arange(1, n + 1, dtype=torch.float64)
+    hann = 0.5 * (1 - torch.cos(2 * torch.pi * k / (n + 1)))
+    win = motion_window((n, n), torch.tensor([4.0, 4.0], dtype=torch.float64), 1.0)
+    torch.testing.assert_close(win, hann[:, None] * hann[None, :])
+    assert float(win[4, 4]) == 1.0
+
+
+def test_motion_window_follows_the_centre_and_blends():
+    win = motion_window((5, 7), torch.tensor([0.0, 4.0]), 1.0)  # x = 0, y = 4: a corner of the 5 x 7 map
+    assert float(win[4, 0]) == pytest.approx(1.0)
+    # x distance 4 cells = (7 + 1) / 2: zero from there on; y distance 4 > (5 + 1) / 2 = 3: zero
+    assert win[:, 4:].abs().max() == 0.0
+    assert win[:2, :].abs().max() == 0.0
+    assert float(win[4, 2]) == pytest.approx(0.5)  # cos(pi * 2 / 4) = 0
+    half = motion_window((5, 7), torch.tensor([0.0, 4.0]), 0.5)
+    torch.testing.assert_close(half, 0.5 + 0.5 * win)
+    assert (motion_window((5, 7), torch.tensor([3.0, 2.0]), 0.0) == 1.0).all()
+
+
+def test_window_prefers_the_peak_near_the_previous_position():
+    peaks = {(4, 4): 0.7, (4, 7): 1.0}  # 3 cells apart: without a prior the higher, farther peak wins
+    assert run(peaks).position.tolist() == pytest.approx(xy((4, 7)))
+    # with the window centred on (4, 4), (4, 7) scores 1.0 x 0.345 < 0.7
+    loc = run(peaks, window=1.0)
+    assert loc.position.tolist() == pytest.approx(xy((4, 4)))
+    assert float(loc.max_score) == pytest.approx(0.7)
+    # the window follows the previous position: from (4, 7) the higher peak is also the nearer one
+    assert run(peaks, previous_cell=(4, 7), window=1.0).position.tolist() == pytest.approx(xy((4, 7)))
+    # a weak prior does not overturn a clear score difference: 1.0 x (0.8 + 0.2 x 0.345) = 0.869 > 0.7
+    assert run(peaks, window=0.2).position.tolist() == pytest.approx(xy((4, 7)))
+
+
+def test_window_strength_is_checked():
+    with pytest.raises(ValueError, match="window_strength"):
+        run({(4, 4): 1.0}, window=1.5)

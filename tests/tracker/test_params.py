@@ -72,3 +72,13 @@ def test_refine_window_must_be_none_or_non_negative():
     assert DiMPParams(train_setting="nce_plus_tiny", refine_window=None).refine_window is None
     with pytest.raises(ValueError, match="refine_window"):
         DiMPParams(train_setting="nce_plus_tiny", refine_window=-0.5)
+
+
+def test_score_window_must_be_in_unit_interval():
+    from pytracking.tracker.dimp import DiMPParams
+
+    assert DiMPParams().score_window == 0.0  # the paper's DiMP settings: no motion prior
+    with pytest.raises(ValueError, match="score_window"):
+        DiMPParams(score_window=1.2)
+    with pytest.raises(ValueError, match="score_window"):
+        DiMPParams(score_window=-0.1)

@@ -73,6 +73,8 @@ def scene():
 THRESHOLDS = [
     {"target_not_found_threshold": 0.02, "distractor_threshold": 1.0, "hard_negative_threshold": 0.8},
     {"target_not_found_threshold": 0.0, "distractor_threshold": 0.8, "update_scale_when_uncertain": False},
+    # the motion prior on the scores is device arithmetic too
+    {"target_not_found_threshold": 0.02, "distractor_threshold": 0.8, "score_window": 1.0},
 ]
 
 

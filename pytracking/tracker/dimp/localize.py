@@ -12,6 +12,13 @@ States (codes are ints so the decision stays a device tensor until the tracker r
   not-found threshold. The sample is learned with a higher rate and the filter updated at once.
 - ``NORMAL``: otherwise.
 
+With ``window_strength`` s > 0 the scores are first multiplied by a motion prior, ``(1 - s) + s * hann``:
+a separable Hann window of the score map's size centred on the previous position (zero half a map beyond
+it), so a look-alike far from where the target was must score higher than the target to win. s = 1 is the
+reference trackers' ``window_output``, which centres the same window on the map (our crops can be shifted
+inside the image, so the window follows the previous position instead). Every state is decided on the
+windowed scores.
+
 The target neighbourhood masked out around the first peak is ``target_neighborhood_scale`` times the target
 size. Positions are in crop pixels via the score-map convention of
 :func:`ltr.models.target_classifier.score_cell_to_pixel` (cell j <-> pixel ``scale * j + offset``).
@@ -51,6 +58,21 @@ class LocalizationThresholds(NamedTuple):
     displacement_scale: float = 0.8
 
 
+def motion_window(shape: tuple[int, int], centre_cells: Tensor, strength: float) -> Tensor:
+    """(H', W') weights ``(1 - strength) + strength * hann``: the product of 1D Hann windows of length H' + 1
+    and W' + 1 cells (``0.5 * (1 + cos(2 pi d / (N + 1)))`` at distance d, zero beyond (N + 1) / 2) centred on
+    ``centre_cells`` (2,) x, y in score-map cells (fractional; may lie outside the map)."""
+    h, w = shape
+    dtype = centre_cells.dtype if centre_cells.is_floating_point() else torch.float32
+    axes = []
+    for n, c in ((h, centre_cells[1]), (w, centre_cells[0])):
+        d = torch.arange(n, device=centre_cells.device, dtype=dtype) - c
+        half = 0.5 * (n + 1)
+        hann = 0.5 * (1 + torch.cos(torch.pi * d / half))
+        axes.append(torch.where(d.abs() < half, hann, torch.zeros_like(hann)))
+    return (1 - strength) + strength * (axes[0][:, None] * axes[1][None, :])
+
+
 def localize(
     scores: Tensor,
     previous_xy: Tensor,
@@ -58,6 +80,7 @@ def localize(
     *,
     cell_to_pixel: tuple[float, float],
     thresholds: LocalizationThresholds,
+    window_strength: float = 0.0,
 ) -> Localization:
     """Choose the target position and state from one score map.
 
@@ -67,12 +90,18 @@ def localize(
         target_size_wh: (2,) target size in crop pixels.
         cell_to_pixel: (scale, offset) of the score-map convention.
         thresholds: see the module docstring.
+        window_strength: in [0, 1], the motion prior's strength (module docstring); 0 = none.
     """
     if scores.dim() != 2:
         raise ValueError(f"localize: scores must be (H', W'), got {tuple(scores.shape)}")
+    if not 0.0 <= window_strength <= 1.0:
+        raise ValueError(f"localize: window_strength must be in [0, 1], got {window_strength!r}")
     h, w = scores.shape
     scale, offset = cell_to_pixel
     scores = torch.nan_to_num(scores, nan=-1e4, posinf=1e4, neginf=-1e4)
+    if window_strength > 0:
+        prev = (previous_xy.to(scores.dtype) - offset) / scale
+        scores = scores * motion_window((h, w), prev, window_strength)
     flat = scores.flatten()
     max1, idx1 = flat.max(0)
     r1, c1 = idx1 // w, idx1 % w

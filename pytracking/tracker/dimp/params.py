@@ -112,6 +112,9 @@ class DiMPParams:
     hard_negative_threshold: float = 0.5
     target_neighborhood_scale: float = 2.2
     displacement_scale: float = 0.8
+    #: motion prior on the scores, in [0, 1]: (1 - s) + s x a Hann window centred on the previous position
+    #: (``localize.motion_window``); 0 = none (the paper's DiMP settings), 1 = the reference's window_output
+    score_window: float = 0.0
     update_scale_when_uncertain: bool = True
     #: the target centre may leave the image by at most this fraction of the target size
     max_outside_fraction: float = 0.3
@@ -157,6 +160,8 @@ class DiMPParams:
             )
         if not 0.0 < self.learning_rate < 1.0 or not 0.0 < self.hard_negative_learning_rate < 1.0:
             raise ValueError("DiMPParams learning rates must be in (0, 1)")
+        if not 0.0 <= self.score_window <= 1.0:
+            raise ValueError(f"DiMPParams.score_window must be in [0, 1], got {self.score_window!r}")
         if self.refine_window is not None and not self.refine_window >= 0:
             raise ValueError(f"DiMPParams.refine_window must be None or >= 0, got {self.refine_window!r}")
         if self.compile not in (True, False):

@@ -287,6 +287,7 @@ class DiMPTracker:
                 size_crop,
                 cell_to_pixel=self.cell_to_pixel,
                 thresholds=self.thresholds,
+                window_strength=p.score_window,
             )
             window = self._refine_window(loc.position, size_crop, self._host_box, host_wh)
             # branching mode: the one mid-frame host read; sync-free: the state stays a device tensor
