@@ -1,5 +1,7 @@
 """Localisation states on hand-made score maps (9 x 9 cells, 16 px per cell, target 32 x 32 px)."""
 
+import math
+
 import pytest
 import torch
 
@@ -110,6 +112,9 @@ def test_window_prefers_the_peak_near_the_previous_position():
     loc = run(peaks, window=1.0)
     assert loc.position.tolist() == pytest.approx(xy((4, 4)))
     assert float(loc.max_score) == pytest.approx(0.7)
+    # the map it decided on (what the live view shows) is the windowed one
+    assert float(loc.scores[4, 7]) == pytest.approx(0.5 * (1 + math.cos(math.pi * 3 / 5)))
+    assert float(loc.scores[4, 4]) == pytest.approx(0.7)
     # the window follows the previous position: from (4, 7) the higher peak is also the nearer one
     assert run(peaks, previous_cell=(4, 7), window=1.0).position.tolist() == pytest.approx(xy((4, 7)))
     # a weak prior does not overturn a clear score difference: 1.0 x (0.8 + 0.2 x 0.345) = 0.869 > 0.7

@@ -42,12 +42,14 @@ STATE_NAMES = {
 
 class Localization(NamedTuple):
     """position: (2,) x, y crop pixels of the chosen peak; state: () int64 state code; max_score: () the
-    highest score; peaks: (2, 2) x, y crop pixels of the first and second peak."""
+    highest score; peaks: (2, 2) x, y crop pixels of the first and second peak; scores: (H', W') the map the
+    decision was made on (NaN-free, motion prior applied)."""
 
     position: Tensor
     state: Tensor
     max_score: Tensor
     peaks: Tensor
+    scores: Tensor
 
 
 class LocalizationThresholds(NamedTuple):
@@ -128,4 +130,4 @@ def localize(
     state = torch.where(distractor & (far1 == far2), UNCERTAIN, state)
     state = torch.where(max1 < thresholds.target_not_found, NOT_FOUND, state)
     position = torch.where(take_second, peaks[1], peaks[0])
-    return Localization(position, state, max1, peaks)
+    return Localization(position, state, max1, peaks, scores)

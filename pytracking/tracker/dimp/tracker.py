@@ -342,7 +342,7 @@ class DiMPTracker:
                 elif (self.frame_num - 1) % p.train_skipping == 0:
                     self._optimize(p.update_optim_iter)
         self.debug_info = {
-            "scores": scores,
+            "scores": loc.scores,  # what localisation decided on (with the motion prior, if any)
             "state": state,
             "crop_transform": tf,
             "refine_boxes": None
