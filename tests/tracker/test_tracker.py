@@ -113,8 +113,13 @@ def test_bad_refine_mode():
 def fuzz(num_sequences, max_frames, seed, sync_free=False):
     rng = np.random.default_rng(seed)
     tracker_plain = tiny_tracker(refine_iters=3, num_random_boxes=3, sync_free=sync_free)
-    tracker_s1 = tiny_tracker(
-        refine_iters=3, num_random_boxes=3, refine_mode="s1", refine_decay=0.5, sync_free=sync_free
+    tracker_s1 = tiny_tracker(  # and with the motion prior: a target far outside the map zeroes the scores
+        refine_iters=3,
+        num_random_boxes=3,
+        refine_mode="s1",
+        refine_decay=0.5,
+        score_window=1.0,
+        sync_free=sync_free,
     )
     frames = 0
     for s in range(num_sequences):
