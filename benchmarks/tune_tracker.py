@@ -24,6 +24,7 @@ import os
 import statistics
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 
 def parse_variant(text: str) -> tuple[str, list[str]]:
@@ -38,22 +39,20 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
     return name, overrides
 
 
-def score(job: tuple[str, str, list[str], str]) -> float:
-    """AUC of one checkpoint with one parameter variant on every sequence of the split (one thread)."""
-    net_path, param, overrides, split = job
+def score(job: tuple[str, Any, str]) -> float:
+    """AUC of one checkpoint with one resolved ``DiMPParams`` variant on every sequence of the split (one
+    thread)."""
+    net_path, params, split = job
     import torch
 
     torch.set_num_threads(1)
     from eval.evaluation import evaluate_tracker, make_inputs
     from eval.ground_truth import from_sequence
     from eval.protocols import protocol_for_dataset
-    from ltr.admin.config import apply_overrides
     from ltr.dataset.synthetic import synthetic_dataset
     from pytracking.evaluation.runner import track_sequence
-    from pytracking.parameter.dimp import get_parameters
     from pytracking.tracker.dimp import DiMPTracker, load_network
 
-    params = apply_overrides(get_parameters(param), overrides)
     loaded = load_network(net_path, "cpu")
     dataset = synthetic_dataset(split=split)
     sequences = [dataset.get_sequence(n) for n in dataset.sequence_names()]
@@ -62,7 +61,7 @@ def score(job: tuple[str, str, list[str], str]) -> float:
         tracker = DiMPTracker(loaded.net, loaded.geometry, params)
         predictions[seq.name], _ = track_sequence(tracker, seq)
     inputs = make_inputs([from_sequence(s) for s in sequences], predictions)
-    return float(evaluate_tracker(param, [inputs], protocol_for_dataset("synthetic")).scores["auc"])
+    return float(evaluate_tracker("dimp", [inputs], protocol_for_dataset("synthetic")).scores["auc"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,19 +78,18 @@ def main(argv: list[str] | None = None) -> int:
     names = [name for name, _ in args.variant]
     if len(set(names)) != len(names):
         ap.error(f"--variant names must differ, got {names}")
-    # check every override before any tracking starts
+    # resolve (and so check) every variant once, before any tracking starts; the workers get the result
     from ltr.admin.config import ConfigError, apply_overrides
     from pytracking.parameter.dimp import get_parameters
 
+    variants = []
     for name, overrides in args.variant:
         try:
-            apply_overrides(get_parameters(args.param), overrides)
+            variants.append(apply_overrides(get_parameters(args.param), overrides))
         except (ConfigError, ValueError) as err:
             ap.error(f"--variant {name}: {err}")
 
-    jobs = [
-        (str(net), args.param, overrides, args.split) for net in args.net for _, overrides in args.variant
-    ]
+    jobs = [(str(net), params, args.split) for net in args.net for params in variants]
     print(
         f"{len(args.net)} checkpoints x {len(names)} variants of dimp/{args.param} on the synthetic {args.split} "
         f"split, {args.jobs} at a time",
