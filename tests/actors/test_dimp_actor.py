@@ -186,3 +186,39 @@ def test_kld_is_needs_the_label_density(net):
     actor = DiMPActor(net, build_method("kld_is", **KLD_IS))
     with pytest.raises(KeyError, match="proposal_log_p"):
         actor({k: v for k, v in batch.items() if k != "proposal_log_p"})
+
+
+def test_training_gradients_match_the_grouped_convolution_scores(monkeypatch):
+    """apply_filter's product form is the grouped convolution's arithmetic through the whole training graph
+    (initializer, unrolled optimiser, test scores, box loss): float64 gradients of every parameter agree."""
+    import torch.nn.functional as F
+
+    from ltr.models.target_classifier import linear_filter, optimizer
+
+    def grouped_conv(features, filters):  # the formula apply_filter replaced
+        s, b, c, h, w = features.shape
+        return F.conv2d(features.reshape(s, b * c, h, w), filters, padding=filters.shape[-1] // 2, groups=b)
+
+    def gradients():
+        torch.manual_seed(0)
+        net = build_dimpnet(tiny_net_config()).double()
+        batch = {
+            k: v.double() if torch.is_tensor(v) and v.is_floating_point() else v
+            for k, v in make_batch("nce_plus", NCE_PLUS, batch_size=2, seed=1).items()
+        }
+        actor = DiMPActor(net, build_method("nce_plus", **NCE_PLUS)).train()
+        torch.manual_seed(5)
+        loss, _ = actor(batch)
+        loss.backward()
+        return loss.item(), {n: p.grad for n, p in net.named_parameters() if p.grad is not None}
+
+    loss, grads = gradients()
+    monkeypatch.setattr(optimizer, "apply_filter", grouped_conv)
+    monkeypatch.setattr(linear_filter, "apply_filter", grouped_conv)
+    ref_loss, ref_grads = gradients()
+    assert loss == pytest.approx(ref_loss, rel=1e-12)
+    assert grads.keys() == ref_grads.keys() and len(grads) > 50
+    for name, g in grads.items():
+        torch.testing.assert_close(
+            g, ref_grads[name], rtol=1e-9, atol=1e-12 * ref_grads[name].abs().max().item()
+        )
