@@ -6,7 +6,8 @@ finish: the "host synchronisations" that keep a tracker from overlapping its fra
 them (``torch.cuda.set_sync_debug_mode``), but a CPU cannot, so this mode records the calls that would be
 such reads wherever the code runs, which lets CPU-only tests hold the tracker to its synchronisation budget.
 
-Recorded in ``names``: the functions in :data:`READS`, and ``__getitem__`` with a boolean tensor index.
+Recorded in ``names``: the functions in :data:`READS`, ``__getitem__`` with a boolean tensor index, and
+``index_fill`` / ``index_fill_`` with a tensor value (the kernel takes the value as a host scalar: it reads it).
 
 Recorded in ``uploads``: blocking host-to-device copies, which on CUDA also wait for the stream's queued work
 (a copy from pageable memory): ``torch.tensor(..., device=...)``, ``torch.as_tensor(data, device=...)`` of
@@ -60,6 +61,13 @@ def _is_upload(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool
     return False
 
 
+def _tensor_fill_value(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    if name not in ("index_fill", "index_fill_"):
+        return False
+    value = kwargs.get("value", args[-1] if len(args) >= 4 else None)  # (self, dim, index, value)
+    return isinstance(value, torch.Tensor)
+
+
 def _bool_index(args: tuple[Any, ...]) -> bool:
     if len(args) < 2:
         return False
@@ -82,7 +90,11 @@ class HostReads(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        if name in READS or (name == "__getitem__" and _bool_index(args)):
+        if (
+            name in READS
+            or (name == "__getitem__" and _bool_index(args))
+            or _tensor_fill_value(name, args, kwargs)
+        ):
             self.names.append(name)
         elif _is_upload(name, args, kwargs):
             self.uploads.append(name)

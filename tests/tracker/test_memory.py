@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from pytracking.tracker.dimp.memory import SampleMemory
+from pytracking.tracker.host_reads import HostReads
 
 
 def make(size=20, num_init=5, min_weight=0.25):
@@ -83,6 +84,20 @@ def test_sync_free_memory_follows_the_counting_memory_and_masks_updates():
         for got, want in zip((f[:k], b[:k], w[:k]), counting.filled(), strict=True):
             torch.testing.assert_close(got, want)
     assert counting.count == 8  # the run filled the memory and replaced samples
+
+
+def test_sync_free_update_reads_nothing_on_the_host():
+    """A device learning rate is copied into the weights, not filled (index_fill reads its value)."""
+    free = _sync_free(size=8, num_init=3)
+    with HostReads() as reads:
+        for i in range(7):
+            free.add(torch.full((1, 2, 3, 3), 1.0 * i), torch.ones(4), torch.tensor(0.2), torch.tensor(True))
+    assert reads.names == [] and reads.uploads == []
+    # the weights the copied rate gives: the newest sample holds 0.2 before normalisation
+    counting = make(size=8, num_init=3)
+    for i in range(7):
+        counting.add(torch.full((1, 2, 3, 3), 1.0 * i), torch.ones(4), 0.2)
+    torch.testing.assert_close(free.filled()[2], counting.filled()[2])
 
 
 def test_learn_flag_needs_a_sync_free_memory():

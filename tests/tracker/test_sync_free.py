@@ -21,6 +21,8 @@ def test_host_reads_records_the_reading_calls_only():
         if t[0] > 0:
             pass
         _ = [0, 1, 2][torch.tensor(1)]
+        _ = t.index_fill(0, torch.tensor([1]), 2.0)  # a host value: not a read
+        _ = t.index_fill(0, torch.tensor([1]), torch.tensor(2.0))  # the kernel reads the tensor's value
     assert reads.names == [
         "item",
         "tolist",
@@ -31,6 +33,7 @@ def test_host_reads_records_the_reading_calls_only():
         "nonzero",
         "__bool__",
         "__index__",
+        "index_fill",
     ]
     assert reads.uploads == []
 
@@ -117,4 +120,5 @@ def test_cuda_reports_one_synchronisation_per_frame(scene):
             tracker.track(frames[2])
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    assert len([w for w in record if "synchroniz" in str(w.message)]) == 1
+    syncs = [f"{w.filename}:{w.lineno}" for w in record if "synchroniz" in str(w.message)]
+    assert len(syncs) == 1, syncs

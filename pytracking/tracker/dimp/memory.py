@@ -64,7 +64,9 @@ class SampleMemory:
         else:
             rest = w[self.num_init :]
             index = (torch.argmin(rest) + self.num_init).reshape(1)
-        w = w.index_fill(0, index, lr if isinstance(lr, Tensor) else float(lr))
+        # a tensor lr is copied in: index_fill would read a tensor value on the host (a synchronisation)
+        value = lr.reshape(1).to(w.dtype) if isinstance(lr, Tensor) else w.new_full((1,), float(lr))
+        w = w.index_copy(0, index, value)
         w = w / w.sum()
         init_share = w[: self.num_init].sum()
         # give the initial samples at least init_min_weight in total (no-op when they already have it)
