@@ -148,6 +148,12 @@ class DiMPParams:
     #: after a one-off compilation on the first frame (about 13 s for ResNet-50 on 2 CPU cores); falls back
     #: to eager with a warning where compilation fails
     compile: bool = False
+    #: replay the box refinement as a CUDA graph (:mod:`.graphs`): on a GPU the refinement's ~1500 small
+    #: kernels per frame cost the host far more time to launch than the device to run. The graph needs fixed
+    #: shapes, so it scores boxes on the whole maps (``refine_window`` is not used; the window saves
+    #: arithmetic, which a GPU has to spare). None: True on CUDA, False elsewhere. True on a CPU runs the same
+    #: fixed-shape path without a graph (what the CPU tests check).
+    cuda_graph: bool | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -168,5 +174,7 @@ class DiMPParams:
             raise ValueError(f"DiMPParams.compile must be True or False, got {self.compile!r}")
         if self.sync_free not in (None, True, False):
             raise ValueError(f"DiMPParams.sync_free must be None, True or False, got {self.sync_free!r}")
+        if self.cuda_graph not in (None, True, False):
+            raise ValueError(f"DiMPParams.cuda_graph must be None, True or False, got {self.cuda_graph!r}")
         if self.refine_top_k < 1 or self.num_random_boxes < 0:
             raise ValueError("DiMPParams: refine_top_k must be >= 1 and num_random_boxes >= 0")

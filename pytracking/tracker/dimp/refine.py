@@ -38,16 +38,37 @@ class RefineResult(NamedTuple):
     used: Tensor
 
 
+def jitter_draws(num_random: int, generator: torch.Generator) -> Tensor:
+    """(num_random, 4) float64 uniform [0, 1) draws for :func:`candidate_boxes`, on the generator's device (a
+    generator on the box's device draws there: no upload)."""
+    return torch.rand(num_random, 4, generator=generator, dtype=torch.float64, device=generator.device)
+
+
 def candidate_boxes(
-    box_xywh: Tensor, num_random: int, jitter_pos: float, jitter_size: float, generator: torch.Generator
+    box_xywh: Tensor,
+    num_random: int,
+    jitter_pos: float,
+    jitter_size: float,
+    generator: torch.Generator | None = None,
+    *,
+    draws: Tensor | None = None,
 ) -> Tensor:
-    """(1 + num_random, 4) xywh: ``box_xywh`` (4,) first, then its random jitters (see module docstring)."""
+    """(1 + num_random, 4) xywh: ``box_xywh`` (4,) first, then its random jitters (see module docstring).
+
+    The jitters come from ``draws`` (num_random, 4) (:func:`jitter_draws`) if given, else from ``generator``;
+    a caller that replays this arithmetic as a CUDA graph draws outside the graph and passes ``draws``.
+    """
     box = box_xywh.reshape(4)
     if num_random == 0:
         return box[None]
+    if draws is None:
+        if generator is None:
+            raise ValueError("candidate_boxes needs a generator or the draws")
+        draws = jitter_draws(num_random, generator)
+    if tuple(draws.shape) != (num_random, 4):
+        raise ValueError(f"candidate_boxes: draws must be ({num_random}, 4), got {tuple(draws.shape)}")
     side = torch.sqrt(box[2] * box[3])
-    u = torch.rand(num_random, 4, generator=generator, dtype=torch.float64, device=generator.device)
-    u = u.to(box.dtype) - 0.5  # a generator on the box's device draws there: no upload
+    u = draws.to(box.dtype) - 0.5
     factor = torch.stack([side * jitter_pos, side * jitter_pos, side * jitter_size, side * jitter_size])
     delta = u * factor
     min_edge = box[2:].min() / 3
@@ -118,9 +139,10 @@ def refine_box(
     jitter_size: float,
     max_aspect_ratio: float,
     top_k: int,
-    generator: torch.Generator,
+    generator: torch.Generator | None = None,
     bounds_xyxy: Tensor | None = None,
     box_value_and_grad: BoxValueAndGrad | None = None,
+    draws: Tensor | None = None,
 ) -> RefineResult:
     """Refine ``box_xywh`` (4,) by gradient ascent of ``score_fn`` over it and its random jitters.
 
@@ -129,8 +151,9 @@ def refine_box(
     ``box_value_and_grad``: optional (1, S, 4) xywh -> (f (1, S), df/dboxes (1, S, 4)) computing the same f as
     ``score_fn`` with its gradient (``ltr.models.box_score_grad.BoxScorer``); the ascent then needs no
     autograd, and ``score_fn`` only scores its last step.
+    ``draws``: the candidates' random draws (num_random, 4) (:func:`jitter_draws`) instead of ``generator``.
     """
-    start = candidate_boxes(box_xywh, num_random, jitter_pos, jitter_size, generator)[None]  # (1, S, 4)
+    start = candidate_boxes(box_xywh, num_random, jitter_pos, jitter_size, generator, draws=draws)[None]
 
     def to_boxes(rel: Tensor) -> Tensor:
         boxes = rel_to_xywh(rel, start)

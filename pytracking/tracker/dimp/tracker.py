@@ -40,6 +40,7 @@ from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
 from pytracking.tracker.dimp.augment import augmented_samples, feature_dropout
 from pytracking.tracker.dimp.compiled import compiled_stage
 from pytracking.tracker.dimp.frames import crop_frame, frame_size_wh, prepare_frame, upload
+from pytracking.tracker.dimp.graphs import GraphedFunction
 from pytracking.tracker.dimp.localize import (
     HARD_NEGATIVE,
     NORMAL,
@@ -50,7 +51,7 @@ from pytracking.tracker.dimp.localize import (
 )
 from pytracking.tracker.dimp.memory import SampleMemory
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
-from pytracking.tracker.dimp.refine import refine_box
+from pytracking.tracker.dimp.refine import RefineResult, jitter_draws, refine_box
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
 
 #: the refinement window: (4,) xyxy crop-pixel tensor and host upper bounds (w, h) of its extent
@@ -95,6 +96,10 @@ class DiMPTracker:
         self._mean = torch.tensor(geometry.normalize_mean, device=self.device).reshape(1, 3, 1, 1) * 255.0
         self._std = torch.tensor(geometry.normalize_std, device=self.device).reshape(1, 3, 1, 1) * 255.0
         self.sync_free = params.sync_free if params.sync_free is not None else self.device.type == "cuda"
+        on_cuda = self.device.type == "cuda"
+        #: the refinement replayed as a CUDA graph (on a CPU: the same fixed-shape path without one)
+        self.graphed = params.refine and (params.cuda_graph if params.cuda_graph is not None else on_cuda)
+        self._refine_graph: GraphedFunction | None = None
         self.generator = torch.Generator().manual_seed(params.seed)
         #: the refinement's random boxes are drawn on the device (a CPU draw would have to be uploaded)
         self.box_generator = torch.Generator(device=self.device)
@@ -152,11 +157,12 @@ class DiMPTracker:
         return torch.cat([position - half_t, position + half_t]).nan_to_num(0.0), extent
 
     def _box_scorer(
-        self, feats: list[Tensor], window: Window | None
+        self, feats: list[Tensor], window: Window | None, modulation: tuple[Tensor, Tensor]
     ) -> tuple[Callable[[Tensor], Tensor], BoxValueAndGrad, Tensor | None]:
         """The refinement's score function (1, S, 4) xywh crop px -> (1, S), the same with its box gradient
         (-> ((1, S), (1, S, 4)), closed form, no autograd) and the (4,) xyxy bounds the boxes must stay in for
-        them to be exact (None without a window: no bounds)."""
+        them to be exact (None without a window: no bounds). ``modulation``: the box head's ((1, M2), (1, M3))
+        reference vectors."""
         head = self.net.box_head
         bounds = None
         if window is not None:
@@ -168,7 +174,7 @@ class DiMPTracker:
             test = head.get_test_features(feats)
             shift = torch.zeros(4, device=self.device)
         # PrRoIPool multiplies (H, W) matrices per channel: standard layout, not channels_last
-        modulated = tuple(f.contiguous() for f in head.modulate(self.modulation, test))
+        modulated = tuple(f.contiguous() for f in head.modulate(modulation, test))
         scorer = BoxScorer(head, modulated)  # the head must be in eval mode
 
         def score_fn(boxes: Tensor) -> Tensor:
@@ -178,6 +184,56 @@ class DiMPTracker:
             return scorer(boxes - shift)  # d f / d boxes = d f / d (boxes - shift): the shift is a constant
 
         return score_fn, value_and_grad, bounds
+
+    def _refine(
+        self,
+        feats: list[Tensor],
+        window: Window | None,
+        classifier_box: Tensor,
+        *,
+        modulation: tuple[Tensor, Tensor] | None = None,
+        draws: Tensor | None = None,
+    ) -> RefineResult:
+        """Refine ``classifier_box`` (4,) xywh crop px on the box-layer features, eagerly. ``modulation``:
+        default the tracker's; ``draws``: the candidates' random draws (:func:`jitter_draws`), default drawn
+        from the box generator."""
+        p = self.params
+        score_fn, value_and_grad, bounds = self._box_scorer(feats, window, modulation or self.modulation)
+        return refine_box(
+            score_fn,
+            classifier_box,
+            mode=p.refine_mode,
+            num_iters=p.refine_iters,
+            step_length=p.refine_step,
+            decay=p.refine_decay,
+            num_random=p.num_random_boxes,
+            jitter_pos=p.box_jitter_pos,
+            jitter_size=p.box_jitter_size,
+            max_aspect_ratio=p.max_aspect_ratio,
+            top_k=p.refine_top_k,
+            generator=self.box_generator,
+            bounds_xyxy=bounds,
+            box_value_and_grad=value_and_grad,
+            draws=draws,
+        )
+
+    def _refine_graphed(self, feats: list[Tensor], classifier_box: Tensor) -> RefineResult:
+        """:meth:`_refine` on the whole maps, replayed from a graph recorded on the first call. Its inputs
+        (fixed shapes): the box-layer features, the modulation, the box and the random draws, which are drawn
+        here, outside the graph. The returned tensors are overwritten by the next frame's replay."""
+        draws = jitter_draws(self.params.num_random_boxes, self.box_generator)
+        inputs = (*feats, *self.modulation, classifier_box, draws)
+        if self._refine_graph is None:
+
+            def refine_whole_maps(
+                f2: Tensor, f3: Tensor, m2: Tensor, m3: Tensor, box: Tensor, u: Tensor
+            ) -> tuple[Tensor, ...]:
+                return tuple(self._refine([f2, f3], None, box, modulation=(m2, m3), draws=u))
+
+            self._refine_graph = GraphedFunction(
+                refine_whole_maps, inputs, capture=self.device.type == "cuda"
+            )
+        return RefineResult(*self._refine_graph(*inputs))
 
     def _optimize(self, num_iter: int) -> list[Tensor]:
         """Run the filter optimiser from the current filter; returns its iterates (num_iter + 1 filters)."""
@@ -289,7 +345,11 @@ class DiMPTracker:
                 thresholds=self.thresholds,
                 window_strength=p.score_window,
             )
-            window = self._refine_window(loc.position, size_crop, self._host_box, host_wh)
+            window = (
+                None
+                if self.graphed
+                else self._refine_window(loc.position, size_crop, self._host_box, host_wh)
+            )
             # branching mode: the one mid-frame host read; sync-free: the state stays a device tensor
             state = loc.state if self.sync_free else int(loc.state)
         refined = None
@@ -297,25 +357,11 @@ class DiMPTracker:
             classifier_box = torch.cat([loc.position - 0.5 * size_crop, size_crop])
             with t.stage("refinement"):
                 if p.refine:
-                    score_fn, value_and_grad, bounds = self._box_scorer(
-                        [feats[n] for n in BOX_LAYERS], window
-                    )
-                    refined = refine_box(
-                        score_fn,
-                        classifier_box,
-                        mode=p.refine_mode,
-                        num_iters=p.refine_iters,
-                        step_length=p.refine_step,
-                        decay=p.refine_decay,
-                        num_random=p.num_random_boxes,
-                        jitter_pos=p.box_jitter_pos,
-                        jitter_size=p.box_jitter_size,
-                        max_aspect_ratio=p.max_aspect_ratio,
-                        top_k=p.refine_top_k,
-                        generator=self.box_generator,
-                        bounds_xyxy=bounds,
-                        box_value_and_grad=value_and_grad,
-                    )
+                    box_feats = [feats[n] for n in BOX_LAYERS]
+                    if self.graphed:
+                        refined = self._refine_graphed(box_feats, classifier_box)
+                    else:
+                        refined = self._refine(box_feats, window, classifier_box)
                     box_crop = refined.box
                 else:
                     box_crop = classifier_box
