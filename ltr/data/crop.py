@@ -268,9 +268,10 @@ def _crops_torch(images, boxes_xywh, search_area_factor, output_size, mode, max_
     if images.ndim == 4 and images.shape[0] != n:
         raise ValueError(f"got {images.shape[0]} images but {n} boxes")
     dtype = images.dtype if images.is_floating_point() else torch.float32
-    # fills, not torch.tensor([...], device=...): a copy from host memory waits for the device's queued work
-    size = torch.full((2,), float(width), dtype=boxes.dtype, device=boxes.device)
-    size[1] = float(height)
+    # fills, not torch.tensor([...], device=...) nor size[1] = h: a copy from host memory waits for the device
+    size = torch.stack(
+        [torch.full((), float(v), dtype=boxes.dtype, device=boxes.device) for v in (width, height)]
+    )
     region = crop_region(boxes, search_area_factor, size, mode=mode, max_scale_change=max_scale_change)
     transform = _transform_from_region(region, output_size)
     src, grid_transform = images, transform

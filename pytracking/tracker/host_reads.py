@@ -11,7 +11,8 @@ Recorded in ``names``: the functions in :data:`READS`, ``__getitem__`` with a bo
 
 Recorded in ``uploads``: blocking host-to-device copies, which on CUDA also wait for the stream's queued work
 (a copy from pageable memory): ``torch.tensor(..., device=...)``, ``torch.as_tensor(data, device=...)`` of
-non-tensor data, ``Tensor.new_tensor`` and ``.to(device)`` / ``.cuda()`` without ``non_blocking=True``. On a CPU
+non-tensor data, ``Tensor.new_tensor``, ``.to(device)`` / ``.cuda()`` without ``non_blocking=True``, and
+``tensor[index] = number`` (``__setitem__``: the number is copied in from host memory; seen on an H100). On a CPU
 a ``.to(device)`` of a tensor already on the device looks the same and is recorded too: code held to this
 budget passes only the dtype when the device cannot change. Not recorded: reads inside compiled extensions.
 """
@@ -56,6 +57,8 @@ def _is_upload(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool
         return kwargs.get("device") is not None
     if name == "as_tensor":
         return kwargs.get("device") is not None and not isinstance(args[0], torch.Tensor)
+    if name == "__setitem__":
+        return len(args) >= 3 and not isinstance(args[2], torch.Tensor)
     if name in ("to", "cuda"):
         return not kwargs.get("non_blocking", False) and (name == "cuda" or _names_device(args, kwargs))
     return False

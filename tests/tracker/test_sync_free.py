@@ -49,7 +49,9 @@ def test_host_reads_records_blocking_uploads():
         t.to(torch.float64)  # a dtype change: not a device copy
         t.to("cpu", non_blocking=True)
         torch.tensor([1.0])  # a host tensor
-    assert reads.uploads == ["tensor", "as_tensor", "new_tensor", "to"]
+        t[1] = 2.0  # a host number copied in
+        t[0] = t[1]  # device to device
+    assert reads.uploads == ["tensor", "as_tensor", "new_tensor", "to", "__setitem__"]
     assert reads.names == []
 
 
