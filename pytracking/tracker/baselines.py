@@ -42,11 +42,20 @@ MIN_SIZE = 4
 MAX_ASPECT = 16.0
 MIN_SIDE = {"csrt": MIN_SIZE, "kcf": MIN_SIZE, "mil": 6}
 
-_OPENCV_FACTORIES: dict[str, Callable[[], Any]] = {
-    "csrt": cv2.TrackerCSRT.create,
-    "kcf": cv2.TrackerKCF.create,
-    "mil": cv2.TrackerMIL.create,
-}
+#: OpenCV class names; looked up when a tracker is made, so that an OpenCV build without the contrib
+#: trackers (opencv-python instead of this project's opencv-contrib-python-headless) still imports this module
+_OPENCV_CLASSES = {"csrt": "TrackerCSRT", "kcf": "TrackerKCF", "mil": "TrackerMIL"}
+
+
+def _opencv_factory(kind: str) -> Callable[[], Any]:
+    cls = getattr(cv2, _OPENCV_CLASSES[kind], None)
+    if cls is None:
+        raise RuntimeError(
+            f"the {kind} baseline needs cv2.{_OPENCV_CLASSES[kind]}, which this OpenCV build "
+            f"({cv2.__version__}, {cv2.__file__}) lacks: it comes with opencv-contrib-python-headless "
+            "(pip install -e . installs it; uninstall other opencv-python packages first, they shadow it)"
+        )
+    return cls.create
 
 
 def check_box(box_xywh: Any, name: str = "box_xywh") -> np.ndarray:
@@ -147,10 +156,8 @@ class OpenCVTracker:
     integer rectangle of the last call) and ``lost_frames`` (frames in a row without a usable rectangle)."""
 
     def __init__(self, kind: str = "csrt") -> None:
-        if kind not in _OPENCV_FACTORIES:
-            raise ValueError(
-                f"unknown OpenCV tracker kind {kind!r}; choose one of {sorted(_OPENCV_FACTORIES)}"
-            )
+        if kind not in _OPENCV_CLASSES:
+            raise ValueError(f"unknown OpenCV tracker kind {kind!r}; choose one of {sorted(_OPENCV_CLASSES)}")
         self.kind = kind
         self.debug_info: dict[str, Any] = {}
         self._tracker: Any = None
@@ -164,7 +171,7 @@ class OpenCVTracker:
         image = to_bgr(frame)
         height, width = image.shape[:2]
         rect = pixel_rect(box, width, height, min_size=MIN_SIDE[self.kind])
-        tracker = _OPENCV_FACTORIES[self.kind]()
+        tracker = _opencv_factory(self.kind)()
         result = tracker.init(image, rect)
         if result is False:  # OpenCV < 4.5.1 returned a flag; 4.5.1+ returns None and raises on failure
             raise RuntimeError(f"OpenCV {self.kind} tracker refused the initial rectangle {rect}")

@@ -236,3 +236,16 @@ def test_make_baseline_names():
     with pytest.raises(ValueError, match="unknown OpenCV tracker"):
         OpenCVTracker("dimp")
     np.testing.assert_array_equal(check_box((1, 2, 3, 4)), [1.0, 2.0, 3.0, 4.0])
+
+
+def test_an_opencv_build_without_the_contrib_trackers_fails_only_when_one_is_used(monkeypatch):
+    """Plain opencv-python has no CSRT: the module still imports and static still runs; making CSRT names the
+    package that has it."""
+    monkeypatch.delattr(cv2, "TrackerCSRT")
+    frame = np.zeros((40, 50, 3), dtype=np.uint8)
+    static = make_baseline("static")
+    static.initialize(frame, [5.0, 6.0, 10.0, 12.0])
+    np.testing.assert_array_equal(static.track(frame), [5.0, 6.0, 10.0, 12.0])
+    csrt = make_baseline("csrt")
+    with pytest.raises(RuntimeError, match="cv2.TrackerCSRT.*opencv-contrib-python-headless"):
+        csrt.initialize(frame, [5.0, 6.0, 10.0, 12.0])
