@@ -2,7 +2,8 @@
 
 python benchmarks/tracker_fps.py [--param nce_plus|nce_plus_tiny|...] [--device cpu|cuda]
                                  [--geometry setting|dimp50] [--frames 30] [--threads 2] [--no-channels-last]
-                                 [--compare-full-maps] [--compare-unfolded] [--compile] [--flops]
+                                 [--compare-full-maps] [--compare-unfolded] [--compare-no-graph] [--compile]
+                                 [--flops] [--profile]
 
 Tracks a generated 640x480 video (a textured square moving over a noise background) with a network of the
 parameter set's train setting built with random weights (``pretrained=False``), so it needs no checkpoint and
@@ -26,7 +27,9 @@ classifier features, compiled before the timed frames) after the eager one in th
 times, in the same process and first, the same tracker with the box head's test features on the whole maps
 (``refine_window=None``, what the reference trackers compute) and prints the ratio. ``--compare-no-graph``
 (CUDA) also times, after the main run, the tracker without the refinement's CUDA graph
-(``cuda_graph=False``). The localisation
+(``cuda_graph=False``). ``--profile`` counts the operators (and on CUDA the device kernels and the device's
+busy time) per frame with ``torch.profiler``: on a GPU, a frame whose busy time is far below its wall time is
+bound by the host launching kernels. The localisation
 thresholds are opened so that every frame runs refinement and the memory update (the normal state); the filter
 optimiser runs every 20th frame as in tracking.
 """
@@ -163,6 +166,34 @@ class Measure:
         return (time.perf_counter() - start) / self.num_frames * 1000
 
 
+def profile_frames(
+    net: DiMPNet, geometry: Geometry, params: DiMPParams, frames: list[np.ndarray], init: np.ndarray, device
+) -> tuple[float, float, float]:
+    """(operators, device kernels, summed kernel ms) per frame over ``frames[11:]`` (torch.profiler), after 10
+    untimed frames: how many operations a frame dispatches and, on a GPU, how long the device is busy."""
+    from torch.profiler import ProfilerActivity, profile
+
+    tracker = DiMPTracker(net, geometry, params)
+    tracker.initialize(frames[0], init)
+    for f in frames[1:11]:
+        tracker.track(f)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    with profile(activities=activities) as prof:
+        for f in frames[11:]:
+            tracker.track(f)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    n = len(frames) - 11
+    events = prof.events()
+    cpu_type = torch.autograd.DeviceType.CPU
+    ops = sum(1 for e in events if e.device_type == cpu_type and e.name.startswith("aten::"))
+    kernels = [e for e in events if e.device_type != cpu_type]
+    busy_ms = sum(e.device_time for e in kernels) / 1000
+    return ops / n, len(kernels) / n, busy_ms / n
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--param", default="nce_plus", choices=NAMES)
@@ -194,6 +225,12 @@ def main() -> None:
         action="store_true",
         help="on CUDA, also time the tracker without the refinement's CUDA graph (params.cuda_graph=False, "
         "whole maps) in this process",
+    )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="also count, with torch.profiler over 20 frames, the operators and device kernels a frame "
+        "dispatches and the device's busy time per frame (and for --compare-no-graph's tracker)",
     )
     ap.add_argument(
         "--compare-unfolded",
@@ -233,9 +270,11 @@ def main() -> None:
         # in-process baseline: box-head features on the whole maps, as the reference trackers compute them
         baseline = run(dataclasses.replace(params, refine_window=None))
     eager = None
+    eager_free = None
     compile_s = 0.0
     if args.compile:
         eager = run(params)  # the in-process baseline
+        eager_free = run.free_running(params) if device.type == "cuda" else None
         params = dataclasses.replace(params, compile=True)
         # compile outside the timed frames: the first tracked frame builds both compiled stages
         tracker = DiMPTracker(loaded.net, geo, params)
@@ -278,6 +317,17 @@ def main() -> None:
             f"free-running (no stage timer, one host read per frame): {free_ms:.1f} ms/frame   "
             f"{1000 / free_ms:.2f} FPS   (the stage-timed frames above synchronise the device before and after every stage)"
         )
+    if args.profile:
+        variants = [("this tracker", params)]
+        if no_graph is not None:
+            variants.append(("without the CUDA graph", eager_refine))
+        pframes, pinit = make_video(31)
+        for label, variant in variants:
+            ops, kernels, busy = profile_frames(loaded.net, geo, variant, pframes, pinit, device)
+            line = f"profile, {label}: {ops:.0f} aten operators per frame"
+            if device.type == "cuda":
+                line += f", {kernels:.0f} device kernels per frame, device busy {busy:.2f} ms per frame"
+            print(line)
     if args.flops:
         flops = count_flops(loaded.net, geo, params, frames[:21], init)
         total = sum(flops.values())
@@ -306,6 +356,11 @@ def main() -> None:
             f"{e_stage['backbone']:.1f} ms, classifier {e_stage['classifier']:.1f} ms; ratio > 1 = compiled is "
             f"faster: frame {e_frame / frame_ms:.2f}x (compilation on the first frame: {compile_s:.1f} s)"
         )
+        if eager_free is not None and free_ms is not None:
+            print(
+                f"  free-running: eager {eager_free:.1f} ms/frame ({1000 / eager_free:.2f} FPS), compiled "
+                f"{free_ms:.1f} ms/frame ({1000 / free_ms:.2f} FPS), ratio {eager_free / free_ms:.2f}x"
+            )
     if no_graph is not None:
         (_, g_frame, g_stage), g_free = no_graph
         print(
