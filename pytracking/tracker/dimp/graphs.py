@@ -61,17 +61,20 @@ class GraphedFunction:
         devices = {x.device for x in self.static_inputs}
         if len(devices) != 1 or next(iter(devices)).type != "cuda":
             raise ValueError(f"GraphedFunction: a CUDA graph needs inputs on one CUDA device, got {devices}")
-        device = next(iter(devices))
+        self.device = device = next(iter(devices))
         try:
-            side = torch.cuda.Stream(device)
-            side.wait_stream(torch.cuda.current_stream(device))
-            with torch.cuda.stream(side):
-                for _ in range(warmup):
-                    self.fn(*self.static_inputs)
-            torch.cuda.current_stream(device).wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                outputs = self.fn(*self.static_inputs)
+            # on the inputs' device, whichever is current (cuda:K); other threads' CUDA work may go on
+            # while this thread records (thread_local: only this thread's unsafe calls are errors)
+            with torch.cuda.device(device):
+                side = torch.cuda.Stream(device)
+                side.wait_stream(torch.cuda.current_stream(device))
+                with torch.cuda.stream(side):
+                    for _ in range(warmup):
+                        self.fn(*self.static_inputs)
+                torch.cuda.current_stream(device).wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                    outputs = self.fn(*self.static_inputs)
         except Exception as error:  # an op that cannot be recorded: eager is always correct
             warnings.warn(
                 f"recording a CUDA graph of {getattr(self.fn, '__name__', 'the function')} failed "
@@ -101,7 +104,8 @@ class GraphedFunction:
         for static, x in zip(self.static_inputs, inputs, strict=True):
             static.copy_(x)
         if self.graph is not None:
-            self.graph.replay()
+            with torch.cuda.device(self.device):
+                self.graph.replay()
             assert self.static_outputs is not None
             return self.static_outputs
         outputs = self._as_tuple(self.fn(*self.static_inputs))
