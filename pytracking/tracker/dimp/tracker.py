@@ -18,7 +18,11 @@ device and sized from the host box; the refinement scores boxes and takes their 
 (:class:`ltr.models.box_score_grad.BoxScorer`, no autograd, no host reads). Everything runs under
 ``torch.no_grad`` with the weights frozen.
 
-Refinement window (``params.refine_window``): the box head's test features (two 3x3 convolutions per level,
+CUDA graph (``params.cuda_graph``, on by default on CUDA): the refinement is recorded once per tracker and
+replayed every frame (:mod:`.graphs`), on the whole maps (a graph needs fixed shapes), with the candidates'
+random draws made before the replay; on a GPU it is otherwise bound by the host launching its small kernels.
+
+Refinement window (``params.refine_window``, not used by the CUDA graph): the box head's test features (two 3x3 convolutions per level,
 about 60% of a ResNet-50 backbone's work at the SuperDiMP geometry) are computed only on the cells that boxes
 within ``refine_window`` x sqrt(w h) of the classifier box can read, and the boxes are kept in that region
 during the ascent; inside it the scores are exactly those on the whole maps (``refine_window=None``).
