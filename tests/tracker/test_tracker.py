@@ -111,15 +111,13 @@ def test_bad_refine_mode():
 
 
 def fuzz(num_sequences, max_frames, seed, sync_free=False):
+    """Sync-free runs also take the CUDA graph's fixed-shape path (whole maps, static buffers), as on a GPU;
+    each tracker keeps its recorded refinement across the sequences it is re-initialised on."""
     rng = np.random.default_rng(seed)
-    tracker_plain = tiny_tracker(refine_iters=3, num_random_boxes=3, sync_free=sync_free)
+    common = {"refine_iters": 3, "num_random_boxes": 3, "sync_free": sync_free, "cuda_graph": sync_free}
+    tracker_plain = tiny_tracker(**common)
     tracker_s1 = tiny_tracker(  # and with the motion prior: a target far outside the map zeroes the scores
-        refine_iters=3,
-        num_random_boxes=3,
-        refine_mode="s1",
-        refine_decay=0.5,
-        score_window=1.0,
-        sync_free=sync_free,
+        refine_mode="s1", refine_decay=0.5, score_window=1.0, **common
     )
     frames = 0
     for s in range(num_sequences):
