@@ -138,12 +138,7 @@ class Measure:
         for f in frames[1 : 1 + self.warmup]:
             tracker.track(f)
         timer.reset()
-        self._sync()
-        start = time.perf_counter()
-        for f in frames[1 + self.warmup :]:
-            tracker.track(f)
-        self._sync()
-        frame_ms = (time.perf_counter() - start) / self.num_frames * 1000
+        frame_ms = self._timed_frames(tracker)
         stage_ms = {s: timer.totals.get(s, 0.0) / self.num_frames * 1000 for s in STAGES}
         return init_s, frame_ms, stage_ms
 
@@ -158,6 +153,10 @@ class Measure:
         tracker.initialize(self.frames[0], self.init)
         for f in self.frames[1 : 1 + self.warmup]:
             tracker.track(f)
+        return self._timed_frames(tracker)
+
+    def _timed_frames(self, tracker: DiMPTracker) -> float:
+        """ms/frame of ``tracker`` over the frames after the warm-up, the device drained before and after."""
         self._sync()
         start = time.perf_counter()
         for f in self.frames[1 + self.warmup :]:
@@ -282,9 +281,7 @@ def main() -> None:
         start = time.perf_counter()
         tracker.track(frames[1])
         compile_s = time.perf_counter() - start
-    graphed = params.refine and (
-        params.cuda_graph if params.cuda_graph is not None else device.type == "cuda"
-    )
+    graphed = params.refines_in_graph(device.type)
     init_s, frame_ms, stage_ms = run(params)
     fps = 1000 / frame_ms
     free_ms = run.free_running(params) if device.type == "cuda" else None

@@ -102,6 +102,11 @@ def test_cuda_graph_is_off_on_a_cpu_by_default_and_validated():
     assert not DiMPTracker(loaded.net, loaded.geometry, params).graphed
     off = dataclasses.replace(params, cuda_graph=True, refine=False)
     assert not DiMPTracker(loaded.net, loaded.geometry, off).graphed  # nothing to replay
+    # the resolution the tracker and the speed benchmark share
+    assert params.refines_in_graph("cuda") and not params.refines_in_graph("cpu")
+    assert not dataclasses.replace(params, cuda_graph=False).refines_in_graph("cuda")
+    assert dataclasses.replace(params, cuda_graph=True).refines_in_graph("cpu")
+    assert not off.refines_in_graph("cuda")
     with pytest.raises(ValueError, match="cuda_graph"):
         DiMPParams(train_setting="nce_plus_tiny", cuda_graph="auto")
 

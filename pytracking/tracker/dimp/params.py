@@ -178,3 +178,8 @@ class DiMPParams:
             raise ValueError(f"DiMPParams.cuda_graph must be None, True or False, got {self.cuda_graph!r}")
         if self.refine_top_k < 1 or self.num_random_boxes < 0:
             raise ValueError("DiMPParams: refine_top_k must be >= 1 and num_random_boxes >= 0")
+
+    def refines_in_graph(self, device_type: str) -> bool:
+        """Whether a tracker on a device of this type (``"cuda"``, ``"cpu"``, ...) replays its refinement
+        from a graph (:attr:`cuda_graph` resolved; False when refinement is off)."""
+        return self.refine and (self.cuda_graph if self.cuda_graph is not None else device_type == "cuda")

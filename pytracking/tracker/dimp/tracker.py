@@ -100,9 +100,8 @@ class DiMPTracker:
         self._mean = torch.tensor(geometry.normalize_mean, device=self.device).reshape(1, 3, 1, 1) * 255.0
         self._std = torch.tensor(geometry.normalize_std, device=self.device).reshape(1, 3, 1, 1) * 255.0
         self.sync_free = params.sync_free if params.sync_free is not None else self.device.type == "cuda"
-        on_cuda = self.device.type == "cuda"
         #: the refinement replayed as a CUDA graph (on a CPU: the same fixed-shape path without one)
-        self.graphed = params.refine and (params.cuda_graph if params.cuda_graph is not None else on_cuda)
+        self.graphed = params.refines_in_graph(self.device.type)
         self._refine_graph: GraphedFunction | None = None
         self.generator = torch.Generator().manual_seed(params.seed)
         #: the refinement's random boxes are drawn on the device (a CPU draw would have to be uploaded)
