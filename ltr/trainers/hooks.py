@@ -141,6 +141,12 @@ class SummaryHook(Hook):
                 parts.append(f"{record['samples_per_s']:.1f} samples/s")
                 lrs = sorted({v for k, v in record.items() if k.startswith("lr/")})
                 parts.append("lr " + "/".join(f"{v:.2g}" for v in lrs))
+                if "grad_norm" in record:
+                    grad = f"grad norm {record['grad_norm']:.3g} (p90 {record['grad_norm_p90']:.3g}, max "
+                    grad += f"{record['grad_norm_max']:.3g}"
+                    if "grad_clipped" in record:
+                        grad += f", {100 * record['grad_clipped']:.0f}% clipped"
+                    parts.append(grad + ")")
         trainer.log(f"epoch {trainer.epoch}/{trainer.epochs}: " + ", ".join(parts))
 
 

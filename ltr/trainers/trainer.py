@@ -1,9 +1,10 @@
 """The one generic trainer: an epoch loop that runs an actor, with all other behaviour in hooks.
 
 The loop only does this, per epoch: move each batch to the device, ``loss, stats = actor(batch)`` (under
-``torch.autocast`` when AMP is on), backward (through a ``GradScaler``), optional gradient clipping, optimiser
-step, and accumulate the stats. Everything else (LR schedule, validation, checkpoints, stats files, progress
-bar, visdom) is a :class:`Hook`; see :mod:`ltr.trainers.hooks`.
+``torch.autocast`` when AMP is on), backward (through a ``GradScaler``), the global gradient norm (its
+median, 90th percentile and maximum go into the epoch's record), optional gradient clipping, optimiser step,
+and accumulate the stats. Everything else (LR schedule, validation, checkpoints, stats files, progress bar,
+visdom) is a :class:`Hook`; see :mod:`ltr.trainers.hooks`.
 
 Actor protocol: ``actor(batch) -> (loss, stats)`` where ``loss`` is a scalar tensor and ``stats`` maps names
 to scalar tensors or floats (epoch means are logged). If the actor has a ``net`` attribute, it is pointed at
@@ -109,6 +110,29 @@ def first_tensor(batch: Any) -> Tensor | None:
     return None
 
 
+def grad_norm_stats(norms: Sequence[Tensor], clip: float | None) -> dict[str, float]:
+    """An epoch's global gradient norms (scalar tensors, before clipping) -> its train-record entries.
+
+    ``grad_norm`` is the median, with ``grad_norm_p90`` and ``grad_norm_max``; ``grad_clipped`` is the share of
+    steps whose norm was above ``clip`` (only when clipping). Non-finite norms (steps the AMP scaler skips) are
+    left out of the statistics and counted in ``grad_nonfinite``. One host read for the whole epoch.
+    """
+    if not norms:
+        return {}
+    values = torch.stack([n.to(torch.float64).reshape(()) for n in norms]).cpu()
+    finite = values[torch.isfinite(values)]
+    out = {"grad_nonfinite": float(len(values) - len(finite))}
+    if len(finite):
+        out.update(
+            grad_norm=float(torch.quantile(finite, 0.5)),
+            grad_norm_p90=float(torch.quantile(finite, 0.9)),
+            grad_norm_max=float(finite.max()),
+        )
+        if clip is not None:
+            out["grad_clipped"] = float((finite > clip).to(torch.float64).mean())
+    return out
+
+
 class StatsMeter:
     """Sample-weighted sums of scalar stats; values stay tensors (no host sync) until :meth:`means`."""
 
@@ -207,6 +231,7 @@ class Trainer:
         self.meter = StatsMeter()
         self.resumed_from: Path | None = None
         self._trainable = [p for p in self.net.parameters() if p.requires_grad]
+        self._grad_norms: list[Tensor] = []  # this epoch's global gradient norms, before clipping
 
     # ----------------------------------------------------------------------------------------------- utils
     @property
@@ -390,6 +415,7 @@ class Trainer:
         self.meter = StatsMeter()
         record: dict[str, Any] = {"epoch": self.epoch, "phase": "train", **group_lrs(self.optimizer)}
         self.step = 0
+        self._grad_norms = []
         start = time.perf_counter()
         data_time = 0.0
         mark = start
@@ -408,6 +434,7 @@ class Trainer:
         means, samples = self.meter.means(self.device)
         elapsed = time.perf_counter() - start
         record.update(means)
+        record.update(grad_norm_stats(self._grad_norms, self.grad_clip))
         record.update(
             samples=samples,
             steps=self.step,
@@ -429,9 +456,12 @@ class Trainer:
             )
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.optimizer)  # no-op without AMP; the step does not unscale twice
         if self.grad_clip is not None:
-            self.scaler.unscale_(self.optimizer)
-            torch.nn.utils.clip_grad_norm_(self._trainable, self.grad_clip)
+            norm = torch.nn.utils.clip_grad_norm_(self._trainable, self.grad_clip)
+        else:
+            norm = torch.nn.utils.get_total_norm([p.grad for p in self._trainable if p.grad is not None])
+        self._grad_norms.append(norm.detach())
         self.scaler.step(self.optimizer)
         self.scaler.update()
         return loss, stats

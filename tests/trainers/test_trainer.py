@@ -12,6 +12,7 @@ from torch import nn
 
 from ltr.admin.checkpoint import CheckpointError, list_checkpoints, load_checkpoint, run_dir
 from ltr.trainers import Hook, Trainer, build_adam, resolve_param_groups
+from ltr.trainers.trainer import grad_norm_stats
 from tests.trainers.toy import SETTING, ToyActor, ToyDataset, ToyNet, build, make_loader
 
 TIMING_KEYS = {"time_s", "data_time_s", "samples_per_s"}
@@ -172,6 +173,36 @@ def test_gradient_clipping_bounds_the_gradient_norm():
     build(None, epochs=1, val=False, extra_hooks=[clipped], grad_clip=0.05)[0].train()
     assert min(free.norms) > 0.5  # the toy gradients are far above the clip norm
     assert max(clipped.norms) == pytest.approx(0.05, rel=1e-4)
+
+
+def test_epoch_record_holds_the_gradient_norms_before_clipping():
+    free, clipped = _GradNorm(), _GradNorm()
+    history = build(None, epochs=2, val=False, extra_hooks=[free])[0].train()
+    norms = torch.tensor(free.norms[:8], dtype=torch.float64)  # 64 samples / batch 8: 8 steps per epoch
+    first = history[0]
+    assert first["grad_norm"] == pytest.approx(float(torch.quantile(norms, 0.5)), rel=1e-5)
+    assert first["grad_norm_p90"] == pytest.approx(float(torch.quantile(norms, 0.9)), rel=1e-5)
+    assert first["grad_norm_max"] == pytest.approx(float(norms.max()), rel=1e-5)
+    assert first["grad_nonfinite"] == 0.0 and "grad_clipped" not in first
+    assert history[1]["grad_norm_max"] == pytest.approx(max(free.norms[8:]), rel=1e-5)
+
+    # with clipping the record keeps the norm before clipping: the same first step, and the share clipped
+    history = build(None, epochs=1, val=False, extra_hooks=[clipped], grad_clip=0.05)[0].train()
+    assert history[0]["grad_norm_max"] > 0.5 and max(clipped.norms) == pytest.approx(0.05, rel=1e-4)
+    assert history[0]["grad_clipped"] == 1.0
+
+
+def test_gradient_norm_statistics_skip_non_finite_steps():
+    norms = [torch.tensor(v) for v in (1.0, float("inf"), 3.0, 2.0, float("nan"))]
+    stats = grad_norm_stats(norms, clip=2.5)
+    assert stats == {
+        "grad_nonfinite": 2.0,
+        "grad_norm": 2.0,
+        "grad_norm_p90": pytest.approx(2.8),
+        "grad_norm_max": 3.0,
+        "grad_clipped": pytest.approx(1 / 3),
+    }
+    assert grad_norm_stats([], clip=None) == {}
 
 
 def test_non_finite_loss_stops_with_epoch_and_step():
