@@ -95,8 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         f"split, {args.jobs} at a time",
         flush=True,
     )
+    from tqdm import tqdm
+
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        aucs = list(pool.map(score, jobs))
+        # one bar step per (checkpoint, variant) pair, on a terminal only (disable=None)
+        aucs = list(tqdm(pool.map(score, jobs), total=len(jobs), desc="tracking", unit="run", disable=None))
     table = {
         net: dict(zip(names, aucs[i * len(names) : (i + 1) * len(names)], strict=True))
         for i, net in enumerate(args.net)
