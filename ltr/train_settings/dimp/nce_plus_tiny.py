@@ -7,9 +7,9 @@ are higher than the paper's, which fine-tunes an ImageNet backbone; everything e
 4-epoch CPU comparison (seed 0) these LRs lowered the box loss steadily (val 13.4 after 4 epochs) where a
 flat 1e-3 for every group gave a classifier-initializer spike and val 14.4 after 6 epochs.
 
-Gradients are clipped to a global norm of 40 (``trainer.grad_clip``). Unclipped, the norm is heavy-tailed:
-median 18, 90th percentile 44, maximum 410 over 120 steps of this recipe, and the spikes made the tracker's
-quality a lottery over training seeds. Five seeds of the demo recipe (``benchmarks/quality_seeds.py --seeds 0
+Gradients are clipped to a global norm of 40 (``trainer.grad_clip``). Unclipped, the norm is heavy-tailed
+(``trainer.grad_clip=none``, seed 0, per epoch in ``stats.csv``: median 7.3-19.3, 90th percentile 28-77,
+maximum 68-410), and the spikes made the tracker's quality a lottery over training seeds. Five seeds of the demo recipe (``benchmarks/quality_seeds.py --seeds 0
 1 2 3 4 --videos 200 --epochs 10 --lr-step 7``), scored on the synthetic *val* split with
 ``benchmarks/tune_tracker.py``: mean AUC 21.83 unclipped (17.22-27.99), 29.65 clipped (27.98-32.19).
 """
