@@ -9,9 +9,10 @@ flat 1e-3 for every group gave a classifier-initializer spike and val 14.4 after
 
 Gradients are clipped to a global norm of 40 (``trainer.grad_clip``). Unclipped, the norm is heavy-tailed
 (``trainer.grad_clip=none``, seed 0, per epoch in ``stats.csv``: median 7.3-19.3, 90th percentile 28-77,
-maximum 68-410), and the spikes made the tracker's quality a lottery over training seeds. Five seeds of the demo recipe (``benchmarks/quality_seeds.py --seeds 0
-1 2 3 4 --videos 200 --epochs 10 --lr-step 7``), scored on the synthetic *val* split with
-``benchmarks/tune_tracker.py``: mean AUC 21.83 unclipped (17.22-27.99), 29.65 clipped (27.98-32.19).
+maximum 68-410), and the spikes made the tracker's quality a lottery over training seeds. Five seeds of the
+demo recipe (``benchmarks/quality_seeds.py --seeds 0 1 2 3 4 --videos 200 --epochs 10 --lr-step 7``), scored
+on the synthetic *val* split with ``benchmarks/tune_tracker.py``: mean AUC 21.83 unclipped (17.22-27.99),
+29.65 clipped (27.98-32.19).
 """
 
 from __future__ import annotations
