@@ -26,6 +26,7 @@ def test_parameter_sets_load(name):
     # the tiny sets' localisation values were chosen on the synthetic val split; the paper sets keep the paper's
     assert p.score_window == (1.0 if "tiny" in name else 0.0)
     assert p.hard_negative_threshold == (0.2 if "tiny" in name else 0.5)
+    assert p.displacement_scale == (0.5 if "tiny" in name else 0.8)
 
 
 def test_unknown_parameter_set():
