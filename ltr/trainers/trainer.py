@@ -113,9 +113,9 @@ def first_tensor(batch: Any) -> Tensor | None:
 def grad_norm_stats(norms: Sequence[Tensor], clip: float | None) -> dict[str, float]:
     """An epoch's global gradient norms (scalar tensors, before clipping) -> its train-record entries.
 
-    ``grad_norm`` is the median, with ``grad_norm_p90`` and ``grad_norm_max``; ``grad_clipped`` is the share of
-    steps whose norm was above ``clip`` (only when clipping). Non-finite norms (steps the AMP scaler skips) are
-    left out of the statistics and counted in ``grad_nonfinite``. One host read for the whole epoch.
+    ``grad_norm`` is the median, with ``grad_norm_p90`` and ``grad_norm_max``; ``grad_clipped`` is the share
+    of steps whose norm was above ``clip`` (only when clipping). Non-finite norms (steps the AMP scaler
+    skips) are left out of the statistics and counted in ``grad_nonfinite``. One host read for the epoch.
     """
     if not norms:
         return {}

@@ -23,7 +23,8 @@ def test_parameter_sets_load(name):
     assert p.refine == (not name.endswith("norefine"))
     assert p.refine_mode == ("s1" if name.endswith("_s1") else "plain")
     assert p.target_not_found_threshold == (0.05 if "tiny" in name else 0.25)
-    # the tiny sets' localisation values were chosen on the synthetic val split; the paper sets keep the paper's
+    # the tiny sets' localisation values were chosen on the synthetic val split; the paper sets keep the
+    # paper's
     assert p.score_window == (1.0 if "tiny" in name else 0.0)
     assert p.hard_negative_threshold == (0.2 if "tiny" in name else 0.5)
     assert p.displacement_scale == (0.5 if "tiny" in name else 0.8)

@@ -22,10 +22,11 @@ CUDA graph (``params.cuda_graph``, on by default on CUDA): the refinement is rec
 replayed every frame (:mod:`.graphs`), on the whole maps (a graph needs fixed shapes), with the candidates'
 random draws made before the replay; on a GPU it is otherwise bound by the host launching its small kernels.
 
-Refinement window (``params.refine_window``, not used by the CUDA graph): the box head's test features (two 3x3 convolutions per level,
-about 60% of a ResNet-50 backbone's work at the SuperDiMP geometry) are computed only on the cells that boxes
-within ``refine_window`` x sqrt(w h) of the classifier box can read, and the boxes are kept in that region
-during the ascent; inside it the scores are exactly those on the whole maps (``refine_window=None``).
+Refinement window (``params.refine_window``, not used by the CUDA graph): the box head's test features (two
+3x3 convolutions per level, about 60% of a ResNet-50 backbone's work at the SuperDiMP geometry) are computed
+only on the cells that boxes within ``refine_window`` x sqrt(w h) of the classifier box can read, and the
+boxes are kept in that region during the ascent; inside it the scores are exactly those on the whole maps
+(``refine_window=None``).
 """
 
 from __future__ import annotations
