@@ -24,7 +24,7 @@ independent.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
@@ -35,6 +35,14 @@ from ltr.ops.boxes import xywh_to_xyxy
 from ltr.ops.prroi_pool import prroi_pool, prroi_pool_image
 
 Pair = tuple[Tensor, Tensor]
+#: (a convolution of the test branch, its input (N, C, H, W), zero padding (ph, pw)) -> its output: how a
+#: caller evaluates the test branch's convolutions instead (e.g. ``ltr.ops.int8_conv``); the block's other
+#: layers run as they are
+Conv2dFn = Callable[[nn.Conv2d, Tensor, tuple[int, int]], Tensor]
+
+
+def _float_conv2d(conv: nn.Conv2d, x: Tensor, padding: tuple[int, int]) -> Tensor:
+    return F.conv2d(x, conv.weight, conv.bias, conv.stride, padding, conv.dilation, conv.groups)
 
 
 class WindowFeatures(NamedTuple):
@@ -178,13 +186,32 @@ class EnergyBoxHead(nn.Module):
         cat = torch.cat([p2, p3], dim=1)
         return self.mod2(cat).flatten(1), self.mod3(cat).flatten(1)
 
-    def get_test_features(self, test_feats: Sequence[Tensor]) -> Pair:
-        """(layer2, layer3) backbone features (N, C, H, W) -> (N, mod_channels[i], H, W) test features."""
+    def get_test_features(self, test_feats: Sequence[Tensor], *, conv2d: Conv2dFn | None = None) -> Pair:
+        """(layer2, layer3) backbone features (N, C, H, W) -> (N, mod_channels[i], H, W) test features.
+
+        ``conv2d``: evaluates the branches' convolutions instead of the modules (:data:`Conv2dFn`)."""
         f2, f3 = _check_pair(test_feats, "test_feats")
-        return self.test_conv2(f2), self.test_conv3(f3)
+        if conv2d is None:
+            return self.test_conv2(f2), self.test_conv3(f3)
+        out = []
+        for x, branch in ((f2, self.test_conv2), (f3, self.test_conv3)):
+            for layer in (m for block in branch.children() for m in block.children()):
+                if isinstance(layer, nn.Conv2d):
+                    if isinstance(layer.padding, str):
+                        raise ValueError("get_test_features(conv2d=...) needs numeric conv paddings")
+                    x = conv2d(layer, x, (int(layer.padding[0]), int(layer.padding[1])))
+                else:
+                    x = layer(x)
+            out.append(x)
+        return out[0], out[1]
 
     def get_test_features_window(
-        self, test_feats: Sequence[Tensor], window_xyxy: Tensor, extent_wh: tuple[float, float]
+        self,
+        test_feats: Sequence[Tensor],
+        window_xyxy: Tensor,
+        extent_wh: tuple[float, float],
+        *,
+        conv2d: Conv2dFn | None = None,
     ) -> WindowFeatures:
         """Test features computed only where boxes inside ``window_xyxy`` can read them, without host reads.
 
@@ -195,6 +222,8 @@ class EnergyBoxHead(nn.Module):
                 host, so a tracker can place the window at a position it computed on the device.
             extent_wh: host numbers, upper bounds of the window's width ``x2 - x1`` and height ``y2 - y1``:
                 they fix the window's size in cells (shapes must be host numbers).
+            conv2d: evaluates the branches' (unpadded) convolutions instead of ``F.conv2d``
+                (:data:`Conv2dFn`).
 
         Returns:
             :class:`WindowFeatures`: ((N, M2, h2, w2), (N, M3, h3, w3)) test features of a window of the
@@ -257,7 +286,7 @@ class EnergyBoxHead(nn.Module):
                 for m in block.children():
                     if isinstance(m, nn.Conv2d):
                         trim = m.kernel_size[0] // 2
-                        x = F.conv2d(x, m.weight, m.bias, m.stride, 0, m.dilation, m.groups)
+                        x = (conv2d or _float_conv2d)(m, x, (0, 0))
                         mask = mask[trim : mask.shape[0] - trim, trim : mask.shape[1] - trim]
                     else:
                         x = m(x)

@@ -154,3 +154,29 @@ def test_bad_window_is_a_clear_error():
         head.get_test_features_window(test, torch.zeros(4), (-5.0, 10.0))
     with pytest.raises(ValueError, match="window_xyxy"):
         head.get_test_features_window(test, (10.0, 10.0, 5.0, 20.0), (5.0, 10.0))
+
+
+def test_conv2d_hook_evaluates_the_test_branch_convolutions():
+    """``conv2d=`` replaces every test-branch convolution (with the padding the path needs) and nothing else:
+    a float convolution through the hook gives the module's numbers, a scaled one changes them."""
+    head, mod, test = _double_head()
+    calls = []
+
+    def float_conv(conv, x, padding, scale=1.0):
+        calls.append(padding)
+        return scale * torch.nn.functional.conv2d(x, conv.weight, conv.bias, conv.stride, padding)
+
+    full = head.get_test_features(test)
+    hooked = head.get_test_features(test, conv2d=float_conv)
+    assert calls == [(1, 1)] * 4
+    for a, b in zip(hooked, full, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    window = torch.tensor([90.0, 100.0, 170.0, 180.0], dtype=torch.float64)
+    part = head.get_test_features_window(test, window, (80.0, 80.0))
+    calls.clear()
+    hooked = head.get_test_features_window(test, window, (80.0, 80.0), conv2d=float_conv)
+    assert calls == [(0, 0)] * 4  # the window's convolutions run unpadded
+    for a, b in zip(hooked.feats, part.feats, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    doubled = head.get_test_features(test, conv2d=lambda c, x, p: float_conv(c, x, p, scale=2.0))
+    assert not torch.allclose(doubled[0], full[0])
