@@ -3,7 +3,7 @@
 python benchmarks/tracker_fps.py [--param nce_plus|nce_plus_tiny|...] [--device cpu|cuda]
                                  [--geometry setting|dimp50] [--frames 30] [--threads 2] [--no-channels-last]
                                  [--compare-full-maps] [--compare-unfolded] [--compare-no-graph] [--compile]
-                                 [--flops] [--profile]
+                                 [--int8] [--flops] [--profile]
 
 Tracks a generated 640x480 video (a textured square moving over a noise background) with a network of the
 parameter set's train setting built with random weights (``pretrained=False``), so it needs no checkpoint and
@@ -21,7 +21,9 @@ The non-backbone share of the frame time is the part this project controls (targ
 ``--flops`` counts each stage's products (convolutions, matrix products) over 20 frames: the non-backbone
 share of the arithmetic, which no implementation of these network heads goes below at the backbone's speed
 per FLOP. ``--compile`` times the tracker with ``params.compile`` (torch.compile of the per-frame backbone and
-classifier features, compiled before the timed frames) after the eager one in the same process.
+classifier features, compiled before the timed frames) after the eager one in the same process. ``--int8``
+times the tracker with ``params.int8_heads`` (the heads' per-frame convolutions in int8,
+:mod:`pytracking.tracker.dimp.int8`) after the same tracker with float32 heads, in the same process.
 ``--compare-unfolded`` also times, in the same process and first, the network with its BatchNorm layers kept
 (the tracker folds them into the convolutions, :mod:`ltr.models.fold_bn`). ``--compare-full-maps`` also
 times, in the same process and first, the same tracker with the box head's test features on the whole maps
@@ -214,6 +216,12 @@ def main() -> None:
         "tracker is timed first in this process as the baseline",
     )
     ap.add_argument(
+        "--int8",
+        action="store_true",
+        help="run the heads' per-frame convolutions in int8 (params.int8_heads, CPU); the same tracker with "
+        "float32 heads is timed in this process as the baseline",
+    )
+    ap.add_argument(
         "--flops",
         action="store_true",
         help="also count the products (GFLOP) of every stage over 20 frames (one filter optimisation): the "
@@ -268,6 +276,8 @@ def main() -> None:
     if args.compare_full_maps and params.refine and params.refine_window is not None:
         # in-process baseline: box-head features on the whole maps, as the reference trackers compute them
         baseline = run(dataclasses.replace(params, refine_window=None))
+    if args.int8:
+        params = dataclasses.replace(params, int8_heads=True)
     eager = None
     eager_free = None
     compile_s = 0.0
@@ -281,6 +291,8 @@ def main() -> None:
         start = time.perf_counter()
         tracker.track(frames[1])
         compile_s = time.perf_counter() - start
+    # in-process baseline for --int8: the same tracker (compiled if --compile) with float32 heads
+    float_heads = run(dataclasses.replace(params, int8_heads=False)) if args.int8 else None
     graphed = params.refines_in_graph(device.type)
     init_s, frame_ms, stage_ms = run(params)
     fps = 1000 / frame_ms
@@ -294,6 +306,7 @@ def main() -> None:
     print(
         f"param {args.param} ({params.train_setting} network, random weights), device {device}, "
         f"torch threads {args.threads}, channels_last {args.channels_last}, compiled {params.compile}, "
+        f"int8 heads {params.int8_heads}, "
         f"refinement as a CUDA graph {graphed}"
     )
     print(
@@ -345,6 +358,17 @@ def main() -> None:
             f"this process: {b_frame:.1f} ms/frame, refinement {b_stage['refinement']:.1f} ms; "
             f"ratio > 1 = the window is faster: frame {b_frame / own_frame:.2f}x, "
             f"refinement {b_stage['refinement'] / max(own_stage['refinement'], 1e-9):.2f}x"
+        )
+    if float_heads is not None:
+        f_init, f_frame, f_stage = float_heads
+        f_share = 1 - f_stage["backbone"] / f_frame
+        print(
+            f"against the same tracker with float32 heads (int8_heads=False), this process: {f_frame:.1f} "
+            f"ms/frame, classifier {f_stage['classifier']:.1f} ms, refinement "
+            f"{f_stage['refinement']:.1f} ms, non-backbone share {f_share:.1%}; ratio > 1 = int8 is faster: "
+            f"frame {f_frame / frame_ms:.2f}x, "
+            f"classifier {f_stage['classifier'] / max(stage_ms['classifier'], 1e-9):.2f}x, refinement "
+            f"{f_stage['refinement'] / max(stage_ms['refinement'], 1e-9):.2f}x"
         )
     if eager is not None:
         e_init, e_frame, e_stage = eager

@@ -110,11 +110,17 @@ def test_bad_refine_mode():
         tiny_tracker(refine_mode="adam")
 
 
-def fuzz(num_sequences, max_frames, seed, sync_free=False):
+def fuzz(num_sequences, max_frames, seed, sync_free=False, int8_heads=False):
     """Sync-free runs also take the CUDA graph's fixed-shape path (whole maps, static buffers), as on a GPU;
     each tracker keeps its recorded refinement across the sequences it is re-initialised on."""
     rng = np.random.default_rng(seed)
-    common = {"refine_iters": 3, "num_random_boxes": 3, "sync_free": sync_free, "cuda_graph": sync_free}
+    common = {
+        "refine_iters": 3,
+        "num_random_boxes": 3,
+        "sync_free": sync_free,
+        "cuda_graph": sync_free,
+        "int8_heads": int8_heads,
+    }
     tracker_plain = tiny_tracker(**common)
     tracker_s1 = tiny_tracker(  # and with the motion prior: a target far outside the map zeroes the scores
         refine_mode="s1", refine_decay=0.5, score_window=1.0, **common
@@ -156,6 +162,11 @@ def test_fuzz_short(sync_free):
     """The masked (sync-free) path must be as robust: it also refines and updates on frames the branching
     path skips (target not found, garbage scores)."""
     assert fuzz(num_sequences=24, max_frames=12, seed=11, sync_free=sync_free) > 100
+
+
+def test_fuzz_short_int8_heads():
+    """The heads' int8 convolutions on the same frames: constant and tiny frames give zero-range inputs."""
+    assert fuzz(num_sequences=24, max_frames=12, seed=11, int8_heads=True) > 100
 
 
 @pytest.mark.slow

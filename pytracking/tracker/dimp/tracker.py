@@ -31,6 +31,7 @@ boxes are kept in that region during the ascent; inside it the scores are exactl
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -42,10 +43,12 @@ from ltr.data.crop import crop_region
 from ltr.models.box_score_grad import BoxScorer, BoxValueAndGrad
 from ltr.models.target_classifier import apply_filter, score_cell_to_pixel
 from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
+from ltr.ops.int8_conv import int8_available
 from pytracking.tracker.dimp.augment import augmented_samples, feature_dropout
 from pytracking.tracker.dimp.compiled import compiled_stage
 from pytracking.tracker.dimp.frames import crop_frame, frame_size_wh, prepare_frame, upload
 from pytracking.tracker.dimp.graphs import GraphedFunction
+from pytracking.tracker.dimp.int8 import Int8Heads
 from pytracking.tracker.dimp.localize import (
     HARD_NEGATIVE,
     NORMAL,
@@ -113,6 +116,20 @@ class DiMPTracker:
         if params.compile:
             self._backbone = compiled_stage(net.backbone, "backbone")
             self._clf_features = compiled_stage(net.classifier.feature_head, "classifier feature head")
+        #: initialisation's classifier features: the module, or the int8 heads (the same numbers as frames)
+        self._clf_init_features: Callable[[Tensor], Tensor] = net.classifier.extract_features
+        self._int8: Int8Heads | None = None
+        if params.int8_heads:
+            if self.device.type == "cpu" and int8_available():
+                self._int8 = Int8Heads(net)
+                self._clf_features = self._clf_init_features = self._int8.classifier_features
+            else:
+                warnings.warn(
+                    f"int8_heads: no oneDNN int8 convolution on {self.device} in this torch build; the heads "
+                    "run in float32",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         self.frame_num = 0
         #: tensors of the last frame for visualisation (scores, state, refinement boxes in image pixels)
         self.debug_info: dict[str, Any] = {}
@@ -168,14 +185,15 @@ class DiMPTracker:
         them to be exact (None without a window: no bounds). ``modulation``: the box head's ((1, M2), (1, M3))
         reference vectors."""
         head = self.net.box_head
+        conv2d = None if self._int8 is None else self._int8.conv2d
         bounds = None
         if window is not None:
-            part = head.get_test_features_window(feats, *window)
+            part = head.get_test_features_window(feats, *window, conv2d=conv2d)
             test = part.feats
             shift = torch.cat([part.origin, part.origin.new_zeros(2)]).float()
             bounds = part.valid_xyxy.float()
         else:
-            test = head.get_test_features(feats)
+            test = head.get_test_features(feats, conv2d=conv2d)
             shift = torch.zeros(4, device=self.device)
         # PrRoIPool multiplies (H, W) matrices per channel: standard layout, not channels_last
         modulated = tuple(f.contiguous() for f in head.modulate(modulation, test))
@@ -292,7 +310,7 @@ class DiMPTracker:
             generator=self.generator,
         )
         feats = self.net.backbone(self._normalize(samples.crops))
-        clf = self.net.classifier.extract_features(feats[CLF_LAYER])
+        clf = self._clf_init_features(feats[CLF_LAYER])
         drop = feature_dropout(
             clf[:1], p.augmentation.dropout_copies, p.augmentation.dropout_prob, self.generator
         )

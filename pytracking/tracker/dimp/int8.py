@@ -1,0 +1,53 @@
+"""The tracker's per-frame head convolutions in int8 on a CPU (``params.int8_heads``).
+
+Which convolutions: the classifier's feature head (3x3, 1024 -> 512 for the paper's network) and the box
+head's test branches (two 3x3 per level, in the refinement window), i.e. every convolution of a frame
+outside the backbone. The backbone, the box head's reference branch (once per sequence) and the per-box layers
+of the ascent stay float32. :mod:`ltr.ops.int8_conv` does the arithmetic: weights per output channel, each
+input per tensor, float32 out.
+
+It pays for the paper's widths only: tens of channels (``nce_plus_tiny``) run slower in int8.
+``python benchmarks/tracker_fps.py --param nce_plus --int8`` times the tracker with and without it.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from ltr.models.target_classifier.features import ClassifierFeatureHead
+from ltr.models.tracking import DiMPNet
+from ltr.ops.int8_conv import Int8Conv2d
+
+__all__ = ["Int8Heads"]
+
+
+class Int8Heads:
+    """Int8 versions of a frozen network's head convolutions, built once per tracker.
+
+    :meth:`classifier_features`: (N, C_in, H, W) backbone features -> (N, C, H, W) classification features,
+    as ``net.classifier.feature_head`` computes them. :meth:`conv2d`: a
+    :data:`ltr.models.bbreg.Conv2dFn` for the box head's test branches; one int8 convolution per
+    (convolution, padding), made on first use. The network's weights must not change afterwards.
+    """
+
+    def __init__(self, net: DiMPNet) -> None:
+        head = net.classifier.feature_head
+        if not isinstance(head, ClassifierFeatureHead):
+            raise TypeError(
+                f"int8_heads: expected the classifier's feature head to be a ClassifierFeatureHead, got "
+                f"{type(head).__name__}"
+            )
+        self._classifier = Int8Conv2d(head.conv)
+        self._norm = head.norm
+        self._convs: dict[tuple[int, tuple[int, int]], tuple[nn.Conv2d, Int8Conv2d]] = {}
+
+    def classifier_features(self, x: Tensor) -> Tensor:
+        return self._norm(self._classifier(x))
+
+    def conv2d(self, conv: nn.Conv2d, x: Tensor, padding: tuple[int, int]) -> Tensor:
+        key = (id(conv), padding)
+        entry = self._convs.get(key)
+        if entry is None:  # the module is kept in the entry, so its id cannot be reused while cached
+            entry = (conv, Int8Conv2d(conv, padding=padding))
+            self._convs[key] = entry
+        return entry[1](x)
