@@ -29,7 +29,8 @@ class VisdomSpec:
 class TrackerSpec:
     """name: tracker ("dimp"); param: parameter set; net: checkpoint path (None: the latest checkpoint of the
     parameter set's train setting in the workspace); device: ``auto``, ``cpu``, ``cuda`` or ``cuda:K``;
-    compile: DiMP only, turns on the parameter set's ``compile`` (torch.compile of the per-frame stages)."""
+    compile: DiMP only, turns on the parameter set's ``compile`` (torch.compile of the per-frame stages);
+    int8: DiMP only, turns on the parameter set's ``int8_heads`` (the heads' convolutions in int8, CPU)."""
 
     name: str
     param: str
@@ -38,6 +39,7 @@ class TrackerSpec:
     visdom: VisdomSpec | None = None
     debug: bool = False
     compile: bool = False
+    int8: bool = False
 
     def __post_init__(self) -> None:
         if self.name not in TRACKERS:
@@ -70,6 +72,8 @@ def build_tracker(spec: TrackerSpec, **tracker_kwargs: Any) -> Any:
     params = get_parameters(spec.param)
     if spec.compile:
         params = dataclasses.replace(params, compile=True)
+    if spec.int8:
+        params = dataclasses.replace(params, int8_heads=True)
     device = resolve_device(spec.device)
     path = network_path(spec)
     key = (path, str(device))

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from eval.result_files import read_result_file
+from ltr.ops.int8_conv import int8_available
 from pytracking.evaluation.results import format_boxes, result_folder, write_sequence_results
 from pytracking.run_tracker import main
 from tests.dataset.fixtures import make_folder_sequence
@@ -121,3 +122,18 @@ def test_compile_flag_reaches_the_tracker_and_gives_the_eager_results(tree):
     eager = read_result_file(results / "dimp" / "nce_plus_tiny_001" / "alpha.txt")
     compiled = read_result_file(results / "dimp" / "nce_plus_tiny_002" / "alpha.txt")
     np.testing.assert_allclose(compiled, eager, rtol=0, atol=1e-3)
+
+
+@pytest.mark.skipif(not int8_available(), reason="no oneDNN int8 convolution in this torch build")
+def test_int8_flag_reaches_the_tracker(tree):
+    from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker
+
+    root, ckpt, results = tree
+    tracker = build_tracker(TrackerSpec("dimp", "nce_plus_tiny", str(ckpt), "cpu", int8=True))
+    assert tracker.params.int8_heads and tracker._int8 is not None
+    assert run(root, ckpt, results, "--sequence", "alpha", "--runid", "1") == 0
+    assert run(root, ckpt, results, "--sequence", "alpha", "--runid", "3", "--int8") == 0
+    plain = read_result_file(results / "dimp" / "nce_plus_tiny_001" / "alpha.txt")
+    int8 = read_result_file(results / "dimp" / "nce_plus_tiny_003" / "alpha.txt")
+    assert int8.shape == plain.shape and np.isfinite(int8).all()
+    assert not np.array_equal(int8, plain)  # the flag changed the arithmetic
