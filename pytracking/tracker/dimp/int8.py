@@ -39,15 +39,14 @@ class Int8Heads:
             )
         self._classifier = Int8Conv2d(head.conv)
         self._norm = head.norm
-        self._convs: dict[tuple[int, tuple[int, int]], tuple[nn.Conv2d, Int8Conv2d]] = {}
+        self._convs: dict[tuple[nn.Conv2d, tuple[int, int]], Int8Conv2d] = {}  # modules hash by identity
 
     def classifier_features(self, x: Tensor) -> Tensor:
         return self._norm(self._classifier(x))
 
     def conv2d(self, conv: nn.Conv2d, x: Tensor, padding: tuple[int, int]) -> Tensor:
-        key = (id(conv), padding)
-        entry = self._convs.get(key)
-        if entry is None:  # the module is kept in the entry, so its id cannot be reused while cached
-            entry = (conv, Int8Conv2d(conv, padding=padding))
-            self._convs[key] = entry
-        return entry[1](x)
+        key = (conv, padding)
+        int8 = self._convs.get(key)
+        if int8 is None:
+            int8 = self._convs[key] = Int8Conv2d(conv, padding=padding)
+        return int8(x)
