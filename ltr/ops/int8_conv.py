@@ -49,7 +49,8 @@ def int8_available() -> bool:
 def quantize_uint8(x: Tensor) -> tuple[Tensor, float, int] | None:
     """x (any shape, float) -> (uint8 tensor of x's shape and memory format, scale, zero point) with
     ``x ~ scale * (q - zero_point)`` over [min(x, 0), max(x, 0)]; None if x has a non-finite value."""
-    lo, hi = (float(v) for v in torch.stack([x.amin(), x.amax()]).tolist())  # 6x faster than aminmax here
+    # amin and amax, not torch.aminmax: that ran 6x slower here (a one-off timing on a 1024 x 18 x 18 map)
+    lo, hi = (float(v) for v in torch.stack([x.amin(), x.amax()]).tolist())
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return None
     lo, hi = min(lo, 0.0), max(hi, 0.0)
