@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["Int8Conv2d", "int8_available", "quantize_uint8"]
+__all__ = ["Int8Conv2d", "int8_available", "quantize_symmetric", "quantize_uint8"]
 
 
 def _pair(value: int | tuple[int, ...]) -> list[int]:
@@ -61,6 +61,16 @@ def quantize_uint8(x: Tensor) -> tuple[Tensor, float, int] | None:
     return q, scale, zero_point
 
 
+def quantize_symmetric(w: Tensor, dims: int | tuple[int, ...]) -> tuple[Tensor, Tensor]:
+    """Fixed weights w (float) -> (int8 values of w's shape, float scales of w's shape with ``dims`` reduced to
+    1) with ``w ~ values * scale``: per slice over ``dims``, scale = max |w| / 127 (1 for an all-zero slice).
+
+    The per-channel (convolution) and per-column (matrix product) weight quantiser of both int8 ops."""
+    amax = w.abs().amax(dim=dims, keepdim=True)
+    scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
+    return torch.round(w / scale).clamp_(-127, 127).to(torch.int8), scale
+
+
 class Int8Conv2d:
     """A frozen ``nn.Conv2d`` (float32, CPU) evaluated in int8; not an ``nn.Module`` (no state dict entry).
 
@@ -88,11 +98,8 @@ class Int8Conv2d:
             )
         weight = conv.weight.detach().to(device="cpu", dtype=torch.float32)
         out_channels = weight.shape[0]
-        amax = weight.abs().amax(dim=(1, 2, 3))
-        self.weight_scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
-        self.weight_int8 = (
-            torch.round(weight / self.weight_scale[:, None, None, None]).clamp(-127, 127).to(torch.int8)
-        )
+        self.weight_int8, scale = quantize_symmetric(weight, (1, 2, 3))  # per output channel
+        self.weight_scale = scale.reshape(out_channels)
         self.weight_zero_point = torch.zeros(out_channels, dtype=torch.long)
         self.bias = None if conv.bias is None else conv.bias.detach().to(device="cpu", dtype=torch.float32)
         self.float_weight = weight  # the fallback for non-finite inputs
