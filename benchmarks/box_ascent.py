@@ -1,18 +1,21 @@
 """Speed of the tracker's box-refinement ascent: autograd through the box head vs the closed-form BoxScorer.
 
     python benchmarks/box_ascent.py [--threads 1 2] [--repeats 30] [--device cpu|cuda] [--setting nce_plus]
-                                    [--cells 29 26 16 14] [--layouts]
+                                    [--cells 29 26 16 14] [--layouts] [--int8]
 
 Builds the box head of a DiMP train setting with random weights (``pytracking.tracker.dimp.random_network``,
 SuperDiMP's widths for ``nce_plus``: 256 channels, Linear 6400 -> 256 and 2304 -> 256), modulates random
 test features of the size the tracker's refinement window has (default 29 x 26 cells at stride 8 and 16 x 14 at
 stride 16, what SuperDiMP's tracker used on the synthetic video of ``benchmarks/tracker_fps.py``) and runs the
 refinement as the tracker does: S = 10 candidate boxes (a 48 x 71 px box and 9 jitters), 10 plain steps of
-2.5e-3 in rel space, boxes clipped to bounds on two sides. Two paths, alternated in the same process:
+2.5e-3 in rel space, boxes clipped to bounds on two sides. Two paths (three with ``--int8``), alternated in
+the same process:
 
-- autograd: ``gradient_ascent`` through ``EnergyBoxHead.score_modulated`` (the tracker's path);
-- closed form: ``gradient_ascent(..., value_and_grad=...)`` with ``BoxScorer`` and ``rel_xywh_vjp``
-  (forward-only last step with ``BoxScorer.score``).
+- autograd: ``gradient_ascent`` through ``EnergyBoxHead.score_modulated`` (how the reference trackers do it);
+- closed form: ``gradient_ascent(..., value_and_grad=...)`` with ``BoxScorer`` and the tracker's rel-space
+  chain (``refine.rel_value_and_grad``, ``RelBoxes``; forward-only last step with ``BoxScorer.score``);
+- with ``--int8``, also the closed form with ``BoxScorer(..., int8=True)``: the per-box Linear layers'
+  products in int8 (what the tracker runs with ``int8_heads`` on a CPU).
 
 Printed per thread count: median wall ms of one ascent for each path, the ratio autograd / closed form (above
 1.0: the closed form is faster) of the median wall times, of the best wall times (closest to an idle machine)
@@ -32,10 +35,10 @@ from collections.abc import Callable
 import torch
 
 from ltr.ebm.predict import gradient_ascent
-from ltr.models.box_score_grad import BoxScorer, fold_box_layers, rel_xywh_vjp
+from ltr.models.box_score_grad import BoxScorer, fold_box_layers
 from ltr.ops.boxes import rel_to_xywh
 from pytracking.tracker.dimp import random_network
-from pytracking.tracker.dimp.refine import candidate_boxes, clip_xywh
+from pytracking.tracker.dimp.refine import RelBoxes, candidate_boxes, clip_xywh, rel_value_and_grad
 
 
 def make_problem(setting: str, cells: list[int], device: torch.device):
@@ -55,9 +58,10 @@ def make_problem(setting: str, cells: list[int], device: torch.device):
 
 
 def make_ascents(
-    head, modulated, start: torch.Tensor, bounds: torch.Tensor
+    head, modulated, start: torch.Tensor, bounds: torch.Tensor, int8: bool = False
 ) -> dict[str, Callable[[], torch.Tensor]]:
-    """The two ascents, each returning the refined boxes (1, S, 4) xywh."""
+    """The ascents (autograd, closed form, and with ``int8`` the closed form with int8 Linear products), each
+    returning the refined boxes (1, S, 4) xywh."""
     kwargs = dict(step_length=2.5e-3, num_iters=10, decay=1.0, mode="plain")
 
     def boxes_of(rel: torch.Tensor) -> torch.Tensor:
@@ -69,23 +73,22 @@ def make_ascents(
         )
         return boxes_of(result.y)
 
-    def closed_form() -> torch.Tensor:
-        scorer = BoxScorer(head, modulated)  # once per frame in the tracker: part of the timed work
+    chain = RelBoxes(start, bounds)  # the same boxes as boxes_of, in fewer operations (the tracker's)
 
-        def value_and_grad(rel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            unclipped = rel_to_xywh(rel, start)
-            scores, grad = scorer(clip_xywh(unclipped, bounds))
-            return scores, rel_xywh_vjp(grad, unclipped, start, bounds)
-
+    def closed_form(int8: bool = False) -> torch.Tensor:
+        scorer = BoxScorer(head, modulated, int8=int8)  # once per frame in the tracker: timed
         result = gradient_ascent(
-            lambda rel: scorer.score(boxes_of(rel)),
+            lambda rel: scorer.score(chain.boxes(rel)),
             torch.zeros_like(start),
-            value_and_grad=value_and_grad,
+            value_and_grad=rel_value_and_grad(scorer, start, bounds),
             **kwargs,
         )
-        return boxes_of(result.y)
+        return chain.boxes(result.y)
 
-    return {"autograd": autograd, "closed form": closed_form}
+    ascents = {"autograd": autograd, "closed form": closed_form}
+    if int8:
+        ascents["closed form int8"] = lambda: closed_form(int8=True)
+    return ascents
 
 
 def time_ascents(ascents: dict[str, Callable[[], torch.Tensor]], repeats: int, device: torch.device):
@@ -145,12 +148,17 @@ def main() -> None:
         "--layouts", action="store_true", help="also time the Linear products' weight layouts"
     )
     parser.add_argument(
+        "--int8",
+        action="store_true",
+        help="also time the closed form with the per-box Linear products in int8 (CPU)",
+    )
+    parser.add_argument(
         "--cells", type=int, nargs=4, default=[29, 26, 16, 14], metavar=("H2", "W2", "H3", "W3")
     )
     args = parser.parse_args()
     device = torch.device(args.device)
     head, modulated, start, bounds = make_problem(args.setting, args.cells, device)
-    ascents = make_ascents(head, modulated, start, bounds)
+    ascents = make_ascents(head, modulated, start, bounds, int8=args.int8)
     print(
         f"box ascent: setting {args.setting}, S={start.shape[1]} boxes, 10 steps, maps "
         f"{tuple(modulated[0].shape[1:])} and {tuple(modulated[1].shape[1:])}, device {device}"
@@ -170,6 +178,16 @@ def main() -> None:
                 f"{auto_med / ours_med:4.2f}, best {auto_best / ours_best:4.2f}, process CPU "
                 f"{auto_cpu / ours_cpu:4.2f}; max box difference {diff:.2e} px"
             )
+            if args.int8:
+                int8_med, int8_best, int8_cpu = stats["closed form int8"]
+                boxes = results["closed form int8"]
+                diff = (boxes - results["closed form"]).abs().max().item()
+                print(
+                    f"  int8 Linear products: {int8_med:7.2f} ms (best {int8_best:6.2f}); ratio closed form"
+                    f" / int8: median {ours_med / int8_med:4.2f}, best {ours_best / int8_best:4.2f}, process"
+                    " CPU "
+                    f"{ours_cpu / int8_cpu:4.2f}; max box difference to the float32 closed form {diff:.2e} px"
+                )
             if args.layouts:
                 time_layouts(head, start.shape[1], 10 * args.repeats)
 

@@ -56,8 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--int8",
         action="store_true",
-        help="dimp: the heads' per-frame convolutions in int8 on a CPU (params.int8_heads; faster at the "
-        "paper's widths, about 1%% quantisation noise in their outputs)",
+        help="dimp: the heads' per-frame convolutions and the refinement's per-box products in int8 on a CPU "
+        "(params.int8_heads; faster at the paper's widths, about 1%% quantisation noise in their outputs)",
     )
     return p
 

@@ -35,8 +35,16 @@ import torch
 from torch import Tensor, nn
 
 from ltr.models.bbreg import EnergyBoxHead
+from ltr.ops.int8_matmul import Int8Matrix, int8_mm, int8_mm_available, quantize_columns
 
-__all__ = ["BoxScorer", "BoxValueAndGrad", "FoldedBoxLayers", "fold_box_layers", "rel_xywh_vjp"]
+__all__ = [
+    "BoxScorer",
+    "BoxValueAndGrad",
+    "FoldedBoxLayers",
+    "Int8BoxLayers",
+    "fold_box_layers",
+    "int8_box_layers",
+]
 
 Pair = tuple[Tensor, Tensor]
 BoxValueAndGrad = Callable[[Tensor], tuple[Tensor, Tensor]]  # (1, S, 4) xywh -> ((1, S), (1, S, 4))
@@ -134,6 +142,46 @@ def fold_box_layers(head: EnergyBoxHead) -> FoldedBoxLayers:
     return folded
 
 
+class Int8BoxLayers(NamedTuple):
+    """The folded per-box Linear weights in int8 (:mod:`ltr.ops.int8_matmul`), for both products of a step.
+
+    forward: per level the (I, O) matrix ``weights_t`` quantised per output (column O); backward: the (O, I)
+    matrix ``weights`` quantised per input (column I). Each product's right operand is quantised along the
+    columns it produces, so every output has its own scale.
+    """
+
+    forward: tuple[Int8Matrix, Int8Matrix]
+    backward: tuple[Int8Matrix, Int8Matrix]
+
+
+_INT8: weakref.WeakKeyDictionary[EnergyBoxHead, tuple[FoldedBoxLayers, Int8BoxLayers]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def int8_box_layers(head: EnergyBoxHead) -> Int8BoxLayers:
+    """:func:`fold_box_layers` quantised to int8 (float32 CPU heads only), cached per head.
+
+    The entry is rebuilt whenever :func:`fold_box_layers` gives a new fold (it does when the parameters
+    change); the fold it was built from is kept in the entry, so its identity cannot be reused.
+    """
+    folded = fold_box_layers(head)
+    cached = _INT8.get(head)
+    if cached is not None and cached[0] is folded:
+        return cached[1]
+    if folded.weights[0].device.type != "cpu" or folded.weights[0].dtype != torch.float32:
+        raise ValueError(
+            f"BoxScorer: int8 needs a float32 box head on the CPU, got {folded.weights[0].dtype} on "
+            f"{folded.weights[0].device}"
+        )
+    layers = Int8BoxLayers(
+        tuple(quantize_columns(w) for w in folded.weights_t),
+        tuple(quantize_columns(w) for w in folded.weights),
+    )
+    _INT8[head] = (folded, layers)
+    return layers
+
+
 class _Geometry(NamedTuple):
     """Bin weights of S boxes for both levels, in the wide dtype; axis 0 of every tensor is (x, y).
 
@@ -158,6 +206,11 @@ class BoxScorer:
         modulated: ((1, M2, H2, W2), (1, M3, H3, W3)) modulated test features (:meth:`EnergyBoxHead.modulate`),
             the coordinates' origin at their first cell (as for ``score_modulated``).
         strides: feature strides (layer2, layer3) in image pixels; ``head.strides`` by default.
+        int8: run the per-box Linear layers' products (forward and backward) in int8
+            (:func:`int8_box_layers`; float32 features on the CPU only): the layers' outputs then carry
+            about 1% quantisation noise, the scores and box gradients a few percent of their norms (the
+            score is a sum of terms much larger than itself); the pooling stays float32. Each int8 product
+            reads its input's range on the host once (free on a CPU).
 
     Call: ``scorer(boxes_xywh)`` with boxes (1, S, 4) xywh image pixels -> (scores (1, S) in the features'
     dtype, gradients d score / d boxes (1, S, 4) in the boxes' dtype). :meth:`score` gives the scores only.
@@ -166,7 +219,12 @@ class BoxScorer:
     """
 
     def __init__(
-        self, head: EnergyBoxHead, modulated: Pair, strides: tuple[float, float] | None = None
+        self,
+        head: EnergyBoxHead,
+        modulated: Pair,
+        strides: tuple[float, float] | None = None,
+        *,
+        int8: bool = False,
     ) -> None:
         folded = fold_box_layers(head)
         if len(modulated) != 2 or any(not isinstance(f, Tensor) or f.dim() != 4 for f in modulated):
@@ -190,6 +248,14 @@ class BoxScorer:
                     f"BoxScorer: features with {f.shape[1]} channels pooled to {bins}x{bins} bins need a Linear "
                     f"with {f.shape[1] * bins * bins} inputs, the head's has {w.shape[1]}"
                 )
+        self.int8: Int8BoxLayers | None = None
+        if int8:
+            if device.type != "cpu" or dtype != torch.float32 or not int8_mm_available():
+                raise ValueError(
+                    f"BoxScorer: int8 needs float32 features on a CPU with int8 matrix products, got {dtype} "
+                    f"on {device}"
+                )
+            self.int8 = int8_box_layers(head)
         self.dtype, self.folded = dtype, folded
         self.shapes = [tuple(f.shape[1:]) for f in modulated]  # (C, H, W) per level
         maps = [f[0].detach().reshape(f.shape[1] * f.shape[2], f.shape[3]) for f in modulated]
@@ -254,14 +320,17 @@ class BoxScorer:
         weights = geo.weights.to(self.dtype)
         s = xyxy.shape[0]
         saved, hidden = [], []
-        for (channels, height, width), rows, maps_t, weight_t, bias in zip(
-            self.shapes, self.rows, self.maps_t, self.folded.weights_t, self.folded.biases, strict=True
+        for level, ((channels, height, width), rows, maps_t, weight_t, bias) in enumerate(
+            zip(self.shapes, self.rows, self.maps_t, self.folded.weights_t, self.folded.biases, strict=True)
         ):
             wx, wy = weights[0, :, rows, :width], weights[1, :, rows, :height]  # (S, P, W), (S, Q, H)
             bins = wx.shape[1]
             cols = torch.mm(wx.reshape(s * bins, width), maps_t).view(s, bins * channels, height)
-            pooled = torch.bmm(cols, wy.transpose(1, 2))  # (S, P * C, Q)
-            hidden.append(torch.addmm(bias, pooled.view(s, weight_t.shape[0]), weight_t))  # (S, O)
+            pooled = torch.bmm(cols, wy.transpose(1, 2)).view(s, weight_t.shape[0])  # (S, P * C * Q)
+            if self.int8 is None:
+                hidden.append(torch.addmm(bias, pooled, weight_t))  # (S, O)
+            else:
+                hidden.append(int8_mm(pooled, self.int8.forward[level]).add_(bias))
             saved.append((cols, wy))
         return geo, saved, torch.cat(hidden, dim=1)
 
@@ -287,13 +356,18 @@ class BoxScorer:
             s = xyxy.shape[0]
             grad_w = torch.zeros(geo.weights.shape, dtype=self.dtype, device=hidden.device)  # d f / d weights
             first = 0
-            for (channels, height, width), rows, maps, weight, (cols, wy) in zip(
-                self.shapes, self.rows, self.maps, self.folded.weights, saved, strict=True
+            for level, ((channels, height, width), rows, maps, weight, (cols, wy)) in enumerate(
+                zip(self.shapes, self.rows, self.maps, self.folded.weights, saved, strict=True)
             ):
                 out = weight.shape[0]
                 bins = wy.shape[1]
                 # d f / d pooled (S, P * C, Q), then back through the row and the column products
-                grad = torch.mm(grad_hidden[:, first : first + out], weight).view(s, bins * channels, bins)
+                part = grad_hidden[:, first : first + out]
+                if self.int8 is None:
+                    grad = torch.mm(part, weight)
+                else:
+                    grad = int8_mm(part, self.int8.backward[level])
+                grad = grad.view(s, bins * channels, bins)
                 first += out
                 grad_w[1, :, rows, :height] = torch.bmm(grad.transpose(1, 2), cols)  # (S, Q, H)
                 grad_cols = torch.bmm(grad, wy).view(s * bins, channels * height)  # (S * P, C * H)
@@ -315,46 +389,3 @@ class BoxScorer:
         d_length = ((upper * step[1:] - lower * step[:-1]) * scale).sum(-1)
         d_length = d_length - ((grad_w * geo.weights).sum(-1) * geo.factor).sum(-1)  # the 1 / bin length
         return torch.cat([d_start, d_length]).t()
-
-
-def rel_xywh_vjp(
-    grad_boxes: Tensor, boxes: Tensor, reference: Tensor, bounds_xyxy: Tensor | None = None
-) -> Tensor:
-    """Chain d f / d boxes back to d f / d rel for ``clip_xywh(rel_to_xywh(rel, reference), bounds_xyxy)``.
-
-    The refinement's ascent variable is ``rel`` (``ltr.ops.boxes``); it scores the boxes
-    ``rel_to_xywh(rel, reference)``, with their corners clipped into ``bounds_xyxy`` if given
-    (``pytracking.tracker.dimp.refine.clip_xywh``: ``min(max(corner, lo), hi)`` for both corners).
-
-    Args:
-        grad_boxes: (..., 4) d f / d (the scored boxes), xywh (e.g. from :class:`BoxScorer`).
-        boxes: (..., 4) xywh ``rel_to_xywh(rel, reference)``, before clipping.
-        reference: (..., 4) xywh reference boxes, broadcastable against ``boxes``.
-        bounds_xyxy: None (no clipping), or (4,) (x1, y1, x2, y2), may be infinite.
-
-    Returns:
-        (..., 4) d f / d rel in the dtype of ``boxes``: the numbers autograd gives through ``rel_to_xywh`` and
-        ``clip_xywh`` (up to rounding), with its conventions: a clipped corner gets no gradient, a corner
-        exactly on a bound half of it (``torch.maximum`` / ``torch.minimum`` split ties evenly).
-    """
-    size = boxes[..., 2:]  # (..., 2) w, h before clipping
-    g_start = grad_boxes[..., :2] - grad_boxes[..., 2:]  # d f / d (x1, y1) of the scored box
-    g_end = grad_boxes[..., 2:]  # d f / d (x2, y2)
-    if bounds_xyxy is not None:
-        start = boxes[..., :2]
-        lo, hi = bounds_xyxy[:2], bounds_xyxy[2:]  # compared in the promoted dtype, as clip_xywh does
-        g_start = g_start * _clip_derivative(start, lo, hi)
-        g_end = g_end * _clip_derivative(start + size, lo, hi)
-    # x1 = cx0 + r0 w0 - w / 2, x2 = cx0 + r0 w0 + w / 2, w = w0 exp(r2); likewise in y
-    g_shift = (g_start + g_end) * reference[..., 2:]
-    g_log = 0.5 * (g_end - g_start) * size
-    return torch.cat([g_shift, g_log], dim=-1).to(boxes.dtype)
-
-
-def _clip_derivative(value: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
-    """d min(max(value, lo), hi) / d value with autograd's tie convention (half at equality)."""
-    one, half, zero = 1.0, 0.5, 0.0
-    inner = torch.where(value > lo, one, torch.where(value == lo, half, zero))
-    clipped = torch.maximum(value, lo)
-    outer = torch.where(clipped < hi, one, torch.where(clipped == hi, half, zero))
-    return (inner * outer).to(value.dtype)

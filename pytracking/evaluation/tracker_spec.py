@@ -30,7 +30,8 @@ class TrackerSpec:
     """name: tracker ("dimp"); param: parameter set; net: checkpoint path (None: the latest checkpoint of the
     parameter set's train setting in the workspace); device: ``auto``, ``cpu``, ``cuda`` or ``cuda:K``;
     compile: DiMP only, turns on the parameter set's ``compile`` (torch.compile of the per-frame stages);
-    int8: DiMP only, turns on the parameter set's ``int8_heads`` (the heads' convolutions in int8, CPU)."""
+    int8: DiMP only, turns on the parameter set's ``int8_heads`` (the heads' convolutions and the
+    refinement's per-box products in int8, CPU)."""
 
     name: str
     param: str

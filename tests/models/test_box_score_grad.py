@@ -7,9 +7,10 @@ import torch
 
 from ltr.ebm.predict import gradient_ascent
 from ltr.models.bbreg import EnergyBoxHead
-from ltr.models.box_score_grad import BoxScorer, fold_box_layers, rel_xywh_vjp
+from ltr.models.box_score_grad import BoxScorer, fold_box_layers, int8_box_layers
 from ltr.ops.boxes import rel_to_xywh
-from pytracking.tracker.dimp.refine import clip_xywh
+from ltr.ops.int8_matmul import int8_mm_available
+from pytracking.tracker.dimp.refine import RelBoxes, clip_xywh, rel_value_and_grad
 
 # boxes (xywh image pixels) over the maps below (layer2 13 x 11 cells at stride 8: 88 x 104 pixels): inside,
 # partly outside on each side, tiny, larger than the map, entirely outside, of zero and negative size
@@ -171,29 +172,6 @@ def test_folded_layers_follow_in_place_parameter_changes():
     torch.testing.assert_close(grad, expected_grad, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_rel_vjp_equals_autograd_through_rel_to_xywh_and_clip(dtype):
-    g = torch.Generator().manual_seed(8)
-    reference = (torch.tensor([[30.0, 40.0, 20.0, 25.0]]) + torch.rand(6, 4, generator=g) * 10).to(dtype)[
-        None
-    ]
-    rel = (torch.randn(1, 6, 4, generator=g) * 0.3).to(dtype)
-    grad_boxes = torch.randn(1, 6, 4, generator=g).to(dtype)
-    unclipped = rel_to_xywh(rel, reference)
-    # bounds cutting some boxes on each side, and one corner exactly on a bound (a tie)
-    bounds = torch.tensor([35.0, 45.0, 60.0, 70.0], dtype=dtype)
-    bounds[0] = unclipped[0, 2, 0]
-    for b in (None, bounds, torch.tensor([-float("inf"), -float("inf"), float("inf"), float("inf")])):
-        r = rel.clone().requires_grad_(True)
-        boxes = rel_to_xywh(r, reference)
-        boxes = boxes if b is None else clip_xywh(boxes, b)
-        (expected,) = torch.autograd.grad(boxes, r, grad_boxes)
-        got = rel_xywh_vjp(grad_boxes, unclipped, reference, b)
-        torch.testing.assert_close(got, expected, rtol=1e-12 if dtype == torch.float64 else 1e-6, atol=1e-12)
-    clipped = (clip_xywh(unclipped, bounds) != unclipped).any(-1)
-    assert clipped.sum() >= 2  # the bounds are active
-
-
 def test_ascent_with_the_scorer_follows_the_autograd_ascent():
     """The tracker's refinement in rel space: autograd through score_modulated vs the scorer and the vjp."""
     head, maps = _head(torch.float64, 9), _maps(torch.float64, 19)
@@ -209,10 +187,7 @@ def test_ascent_with_the_scorer_follows_the_autograd_ascent():
     def score_rel(rel):
         return head.score_modulated(maps, boxes_of(rel))
 
-    def value_and_grad(rel):
-        unclipped = rel_to_xywh(rel, start)
-        scores, grad = scorer(clip_xywh(unclipped, bounds))
-        return scores, rel_xywh_vjp(grad, unclipped, start, bounds)
+    value_and_grad = rel_value_and_grad(scorer, start, bounds)  # the tracker's chain (RelBoxes)
 
     kwargs = dict(step_length=[0.05, 0.05, 0.02, 0.02], num_iters=8, decay=0.5, mode="s1")
     expected = gradient_ascent(score_rel, torch.zeros_like(start), **kwargs)
@@ -269,10 +244,88 @@ def test_no_host_reads():
     fold_box_layers(head)  # the per-head fold (once per network) is not part of a frame
     with HostReads() as reads:
         scorer = BoxScorer(head, maps)
-        rel = torch.zeros_like(start)
-        unclipped = rel_to_xywh(rel, start)
-        scores, grad = scorer(clip_xywh(unclipped, bounds))
-        rel_xywh_vjp(grad, unclipped, start, bounds)
+        chain = RelBoxes(start, bounds)
+        corners, size = chain.corners(torch.zeros_like(start))
+        scores, grad = scorer(chain.clipped(corners, size))
+        chain.vjp(grad, corners, size)
         scorer.score(start)
     assert reads.names == []
     assert torch.isfinite(scores).all() and (grad != 0).any()
+
+
+def _wide_problem(seed: int):
+    """The paper's widths (256 channels, Linear 6400 -> 256 and 2304 -> 256), maps of a refinement window, ten
+    boxes around one target: the int8 scorer's case."""
+    torch.manual_seed(seed)
+    head = EnergyBoxHead(in_channels=(8, 8), ref_channels=(8, 8)).eval()
+    with torch.no_grad():
+        for bn in (head.box_fc2.bn, head.box_fc3.bn):
+            bn.running_mean.normal_(0.0, 0.1)
+            bn.running_var.uniform_(0.5, 2.0)
+    maps = (torch.randn(1, 256, 21, 19).relu(), torch.randn(1, 256, 10, 11).relu())
+    g = torch.Generator().manual_seed(seed)
+    boxes = torch.tensor([50.0, 60.0, 48.0, 71.0]) + torch.randn(10, 4, generator=g) * 4.0
+    return head, maps, boxes[None]
+
+
+@pytest.mark.skipif(not int8_mm_available(), reason="no int8 matrix product in this torch build")
+def test_int8_scores_and_gradients_are_close_to_float32():
+    head, maps, boxes = _wide_problem(30)
+    scores, grad = BoxScorer(head, maps)(boxes)
+    scorer8 = BoxScorer(head, maps, int8=True)
+    scores8, grad8 = scorer8(boxes)
+    assert scorer8.int8 is int8_box_layers(head)  # quantised once per head
+    # quantised (not the float path), by a few percent of the scores' and the gradients' norms (the score is
+    # a sum over 512 hidden units, much smaller than its terms: their ~1% noise adds up)
+    assert 1e-5 < float((scores8 - scores).norm() / scores.norm()) < 0.05
+    assert 1e-5 < float((grad8 - grad).norm() / grad.norm()) < 0.08
+    assert torch.nn.functional.cosine_similarity(grad8[0], grad[0], dim=1).min() > 0.98  # same directions
+    torch.testing.assert_close(scorer8.score(boxes), scores8)
+    # the per-box layers' weights in int8: per output column forward, per input column backward
+    layers, folded = int8_box_layers(head), fold_box_layers(head)
+    assert layers.forward[0].values.shape == (6400, 256) and layers.backward[0].values.shape == (256, 6400)
+    torch.testing.assert_close(
+        layers.forward[0].dequantized(),
+        folded.weights_t[0],
+        rtol=0,
+        atol=0.01 * float(folded.weights_t[0].abs().max()),
+    )
+
+
+@pytest.mark.skipif(not int8_mm_available(), reason="no int8 matrix product in this torch build")
+def test_int8_ascent_follows_the_float32_ascent():
+    """The tracker's refinement (10 plain steps, rel space): int8 products end within a fraction of the
+    distance the boxes moved, and within half a pixel."""
+    head, maps, start = _wide_problem(31)
+    kwargs = dict(step_length=2.5e-3, num_iters=10, decay=1.0, mode="plain")
+
+    def ascent(scorer: BoxScorer) -> torch.Tensor:
+        result = gradient_ascent(
+            lambda rel: scorer.score(rel_to_xywh(rel, start)),
+            torch.zeros_like(start),
+            value_and_grad=rel_value_and_grad(scorer, start, None),  # the tracker's chain, no bounds
+            **kwargs,
+        )
+        return rel_to_xywh(result.y, start)
+
+    moved, moved8 = ascent(BoxScorer(head, maps)), ascent(BoxScorer(head, maps, int8=True))
+    distance = (moved - start).norm(dim=-1)
+    assert distance.min() > 0.5  # every box moved (pixels)
+    deviation = (moved8 - moved).norm(dim=-1)
+    assert (deviation < 0.2 * distance).all() and (deviation < 0.5).all()
+    assert not torch.equal(moved8, moved)
+
+
+@pytest.mark.skipif(not int8_mm_available(), reason="no int8 matrix product in this torch build")
+def test_int8_needs_float32_on_the_cpu_and_follows_parameter_changes():
+    head, maps = _head(torch.float64, 40), _maps(torch.float64, 41)
+    with pytest.raises(ValueError, match="int8 needs float32"):
+        BoxScorer(head, maps, int8=True)
+    head, maps, boxes = _wide_problem(42)
+    first = int8_box_layers(head)
+    assert int8_box_layers(head) is first
+    with torch.no_grad():
+        head.box_fc2.linear.weight.mul_(2.0)
+    second = int8_box_layers(head)
+    assert second is not first
+    torch.testing.assert_close(second.forward[0].scale, 2.0 * first.forward[0].scale)

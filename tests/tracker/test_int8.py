@@ -10,11 +10,14 @@ import pytest
 import torch
 
 from ltr.ops.int8_conv import int8_available
+from ltr.ops.int8_matmul import int8_mm_available
 from pytracking.tracker.dimp import DiMPParams, DiMPTracker, random_network
 from pytracking.tracker.dimp.int8 import Int8Heads
 from tests.tracker.helpers import random_frame
 
-pytestmark = pytest.mark.skipif(not int8_available(), reason="no oneDNN int8 convolution in this torch build")
+pytestmark = pytest.mark.skipif(
+    not (int8_available() and int8_mm_available()), reason="no oneDNN int8 convolution or int8 matmul here"
+)
 
 OPENED = {"target_not_found_threshold": -1e9, "distractor_threshold": 1e9, "hard_negative_threshold": 1e9}
 
@@ -76,6 +79,26 @@ def test_the_tracker_uses_int8_heads_on_a_cpu_and_localises_like_the_float_track
     _, refined = _track(loaded, frames, init)
     _, refined8 = _track(loaded, frames, init, int8_heads=True)
     assert not np.array_equal(refined8, refined)
+
+
+def test_the_ascent_runs_its_per_box_products_in_int8_with_int8_heads() -> None:
+    """The same tracker with the ascent's Linear products in int8 or float32 (the convolutions int8 in both):
+    from the same state, the refined boxes differ by quantisation noise only."""
+    rng = np.random.default_rng(4)
+    loaded = random_network("nce_plus_tiny", crop_size=128)
+    frames = [random_frame(rng, 180, 240) for _ in range(2)]
+    init = [100.0, 70.0, 30.0, 26.0]
+    params = DiMPParams(train_setting="nce_plus_tiny", **OPENED, int8_heads=True)
+    runs = []
+    for box_layers in (True, False):
+        tracker = DiMPTracker(loaded.net, loaded.geometry, params)
+        assert tracker._int8 is not None and tracker._int8.box_layers
+        tracker._int8.box_layers = box_layers
+        tracker.initialize(frames[0], init)
+        runs.append(np.stack([tracker.track(f) for f in frames[1:]]))
+    # one frame: later ones start from different states, and a random network's scores have no clear peak
+    assert not np.array_equal(runs[0], runs[1])
+    np.testing.assert_allclose(runs[0], runs[1], atol=0.5)  # pixels, on a 30 x 26 box
 
 
 def test_int8_heads_must_be_a_bool() -> None:

@@ -204,9 +204,9 @@ def test_refinement_window_gives_the_same_boxes_as_the_whole_maps(monkeypatch):
         calls = []
         original = tracker_module.BoxScorer
 
-        def recording(head, modulated, *args, original=original, calls=calls):
+        def recording(head, modulated, *args, original=original, calls=calls, **kwargs):
             calls.append(tuple(modulated[0].shape[-2:]))
-            return original(head, modulated, *args)
+            return original(head, modulated, *args, **kwargs)
 
         monkeypatch.setattr(tracker_module, "BoxScorer", recording)
         tracker.initialize(frames[0], init)

@@ -148,11 +148,11 @@ class DiMPParams:
     #: after a one-off compilation on the first frame (about 13 s for ResNet-50 on 2 CPU cores); falls back
     #: to eager with a warning where compilation fails
     compile: bool = False
-    #: the heads' per-frame convolutions (classifier feature head, box head's test branches) in int8 on a
-    #: CPU (:mod:`.int8`): 3.2-5.4x faster convolutions at the paper's widths, quantisation noise of under 1%
-    #: of their outputs; slower for tiny heads. With ``compile`` it replaces the compiled classifier feature
-    #: head. Ignored, with a warning, on other devices or where this torch build has no oneDNN int8
-    #: convolution
+    #: the heads' per-frame convolutions (classifier feature head, box head's test branches) and the
+    #: refinement's per-box Linear products in int8 on a CPU (:mod:`.int8`): 3.2-5.4x faster convolutions
+    #: at the paper's widths, quantisation noise of about 1% of their outputs; slower for tiny heads. With
+    #: ``compile`` it replaces the compiled classifier feature head. Ignored, with a warning, on other
+    #: devices or where this torch build has no oneDNN int8 convolution
     int8_heads: bool = False
     #: replay the box refinement as a CUDA graph (:mod:`.graphs`): on a GPU the refinement's ~1500 small
     #: kernels per frame cost the host far more time to launch than the device to run. The graph needs fixed

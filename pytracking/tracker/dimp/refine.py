@@ -22,8 +22,7 @@ import torch
 from torch import Tensor
 
 from ltr.ebm.predict import ValueAndGradFn, gradient_ascent
-from ltr.models.box_score_grad import BoxValueAndGrad, rel_xywh_vjp
-from ltr.ops.boxes import rel_to_xywh
+from ltr.models.box_score_grad import BoxValueAndGrad
 
 BoxScoreFn = Callable[[Tensor], Tensor]  # (1, S, 4) xywh -> (1, S)
 
@@ -111,17 +110,75 @@ def select_boxes(boxes: Tensor, scores: Tensor, fallback: Tensor, *, max_aspect_
     return torch.where(count > 0, mean, fallback), used
 
 
+class RelBoxes:
+    """The refinement's boxes as a function of its ascent variable, and the chain rule back, in few ops.
+
+    ``boxes(rel)`` is ``clip_xywh(rel_to_xywh(rel, start), bounds_xyxy)`` (the same arithmetic in the same
+    order, so the same numbers) and :meth:`vjp` its chain rule, autograd's numbers through those two
+    functions for finite boxes (``tests/tracker/test_refine_chain.py``; a NaN corner gets a NaN gradient).
+    Both axes and both corners are done at once and the clipping is one ``clamp``: the ascent calls them at
+    every step, where each operation's dispatch costs about as much as its arithmetic on (1, S, 4) tensors.
+
+    Args:
+        start: (1, S, 4) xywh start boxes (rel 0).
+        bounds_xyxy: None (no clipping), or (4,) (x1, y1, x2, y2), may be infinite.
+    """
+
+    def __init__(self, start: Tensor, bounds_xyxy: Tensor | None) -> None:
+        self.size0 = start[..., 2:]  # (1, S, 2) w0, h0
+        self.centre0 = start[..., :2] + 0.5 * self.size0  # as xywh_to_cxcywh
+        self.lo = self.hi = None
+        if bounds_xyxy is not None:
+            self.lo = bounds_xyxy[:2].repeat(2)  # (4,): both corners
+            self.hi = bounds_xyxy[2:].repeat(2)
+
+    def corners(self, rel: Tensor) -> tuple[Tensor, Tensor]:
+        """(unclipped xyxy corners (1, S, 4), sizes w h (1, S, 2)) of rel (1, S, 4)."""
+        centre = self.centre0 + rel[..., :2] * self.size0
+        size = self.size0 * torch.exp(rel[..., 2:])
+        start = centre - 0.5 * size
+        return torch.cat([start, start + size], dim=-1), size
+
+    def boxes(self, rel: Tensor) -> Tensor:
+        """(1, S, 4) xywh clipped boxes of rel (1, S, 4)."""
+        return self.clipped(*self.corners(rel))
+
+    def clipped(self, corners: Tensor, size: Tensor) -> Tensor:
+        """(1, S, 4) xywh clipped boxes from :meth:`corners`' output."""
+        if self.lo is None:
+            return torch.cat([corners[..., :2], size], dim=-1)  # as rel_to_xywh
+        corners = torch.clamp(corners, self.lo, self.hi)  # min(max(x, lo), hi), as clip_xywh
+        return torch.cat([corners[..., :2], corners[..., 2:] - corners[..., :2]], dim=-1)
+
+    def vjp(self, grad_boxes: Tensor, corners: Tensor, size: Tensor) -> Tensor:
+        """d f / d rel (1, S, 4) from d f / d boxes (1, S, 4) xywh (the clipped boxes of :meth:`boxes`).
+
+        ``corners``, ``size``: :meth:`corners` of the rel. A clipped corner gets no gradient, a corner
+        exactly on a bound half of it (autograd's ``torch.maximum`` / ``torch.minimum`` tie convention).
+        """
+        end = grad_boxes[..., 2:]
+        grad = torch.cat([grad_boxes[..., :2] - end, end], dim=-1)  # d f / d (x1, y1, x2, y2)
+        if self.lo is not None:
+            # (1 + sign(x - lo)) / 2 is 1 above the bound, 1/2 on it, 0 below; likewise below hi
+            inner = torch.sign(corners - self.lo).add_(1.0)
+            outer = torch.sign(self.hi - torch.maximum(corners, self.lo)).add_(1.0)
+            grad = grad * inner.mul_(outer).mul_(0.25).to(grad.dtype)
+        g_start, g_end = grad[..., :2], grad[..., 2:]
+        # x1 = cx0 + r0 w0 - w / 2, x2 = cx0 + r0 w0 + w / 2, w = w0 exp(r2); likewise in y
+        return torch.cat([(g_start + g_end) * self.size0, 0.5 * (g_end - g_start) * size], dim=-1)
+
+
 def rel_value_and_grad(
     box_value_and_grad: BoxValueAndGrad, start: Tensor, bounds_xyxy: Tensor | None
 ) -> ValueAndGradFn:
     """rel (1, S, 4) -> (f (1, S), d f / d rel (1, S, 4)) for the boxes ``clip_xywh(rel_to_xywh(rel, start))``,
     from ``box_value_and_grad``: boxes (1, S, 4) xywh -> (f, d f / d boxes); ``start`` (1, S, 4) xywh."""
+    chain = RelBoxes(start, bounds_xyxy)
 
     def value_and_grad(rel: Tensor) -> tuple[Tensor, Tensor]:
-        unclipped = rel_to_xywh(rel, start)
-        boxes = unclipped if bounds_xyxy is None else clip_xywh(unclipped, bounds_xyxy)
-        scores, grad = box_value_and_grad(boxes)
-        return scores, rel_xywh_vjp(grad, unclipped, start, bounds_xyxy)  # chain rule through rel and clip
+        corners, size = chain.corners(rel)
+        scores, grad = box_value_and_grad(chain.clipped(corners, size))
+        return scores, chain.vjp(grad, corners, size).to(rel.dtype)  # chain rule through rel and clip
 
     return value_and_grad
 
@@ -154,10 +211,7 @@ def refine_box(
     ``draws``: the candidates' random draws (num_random, 4) (:func:`jitter_draws`) instead of ``generator``.
     """
     start = candidate_boxes(box_xywh, num_random, jitter_pos, jitter_size, generator, draws=draws)[None]
-
-    def to_boxes(rel: Tensor) -> Tensor:
-        boxes = rel_to_xywh(rel, start)
-        return boxes if bounds_xyxy is None else clip_xywh(boxes, bounds_xyxy)
+    to_boxes = RelBoxes(start, bounds_xyxy).boxes  # clip_xywh(rel_to_xywh(rel, start), bounds_xyxy)
 
     def score_rel(rel: Tensor) -> Tensor:
         return score_fn(to_boxes(rel))

@@ -197,7 +197,8 @@ class DiMPTracker:
             shift = torch.zeros(4, device=self.device)
         # PrRoIPool multiplies (H, W) matrices per channel: standard layout, not channels_last
         modulated = tuple(f.contiguous() for f in head.modulate(modulation, test))
-        scorer = BoxScorer(head, modulated)  # the head must be in eval mode
+        # the head must be in eval mode; with int8 heads the ascent's per-box Linear products are int8 too
+        scorer = BoxScorer(head, modulated, int8=self._int8 is not None and self._int8.box_layers)
 
         def score_fn(boxes: Tensor) -> Tensor:
             return scorer.score(boxes - shift)
