@@ -379,7 +379,8 @@ class BoxScorer:
                 per_bin = torch.bmm(grad.view(s * bins, bins, channels), cols.transpose(1, 2))  # (S P, Q, H)
                 grad_w[1, :, rows, :height] = per_bin.view(s, bins, bins, height).sum(1)
                 rows_w = torch.mm(wy.reshape(s * bins, height), maps_hcw).view(s, bins * channels, width)
-                grad_w[0, :, rows, :width] = torch.bmm(grad.view(s, bins, -1), rows_w)  # (S, P, W)
+                per_col = grad.view(s, bins, bins * channels)  # (S, P, Q * C)
+                grad_w[0, :, rows, :width] = torch.bmm(per_col, rows_w)  # (S, P, W)
             grad = self._box_grad(grad_w.to(self.wide), geo)
             return scores[None], grad.to(boxes_xywh.dtype)[None]
 
