@@ -1,11 +1,18 @@
-"""Int8 matrix products: exact integer arithmetic on quantised operands, close to float32, clear errors."""
+"""Int8 matrix products, both ways (fused, plain): exact integer arithmetic on quantised operands, close to
+float32, clear errors."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from ltr.ops.int8_matmul import int8_mm, int8_mm_available, quantize_columns, quantize_rows
+from ltr.ops.int8_matmul import (
+    fused_mm_available,
+    int8_mm,
+    int8_mm_available,
+    quantize_columns,
+    quantize_rows,
+)
 
 pytestmark = pytest.mark.skipif(not int8_mm_available(), reason="no int8 matrix product in this torch build")
 
@@ -21,20 +28,40 @@ def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).norm() / b.norm())
 
 
-def test_product_is_the_float_product_of_the_quantised_operands() -> None:
+# the ways this machine has: plain always (where int8 products exist at all), fused where the CPU allows it
+WAYS = [
+    False,
+    pytest.param(True, marks=pytest.mark.skipif(not fused_mm_available(), reason="no fused way here")),
+]
+
+
+def _quantised_input(x: torch.Tensor, fused: bool) -> torch.Tensor:
+    """x as the product sees it (float64): per tensor uint8 over [min(x, 0), max(x, 0)] fused, else per row."""
+    if not fused:
+        qx, sx = quantize_rows(x)
+        return qx.double() * sx.double()
+    lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
+    scale = (hi - lo) / 255.0
+    zero = round(-lo / scale)
+    return (torch.clamp(torch.round(x.double() / scale) + zero, 0, 255) - zero) * scale
+
+
+@pytest.mark.parametrize("fused", WAYS)
+def test_product_is_the_float_product_of_the_quantised_operands(fused: bool) -> None:
     x, w = _problem()
-    q8 = quantize_columns(w)
-    qx, sx = quantize_rows(x)
-    expected = (qx.double() * sx.double()) @ q8.dequantized().double()
+    q8 = quantize_columns(w, fused=fused)
+    assert (q8.packed is not None) == fused
+    expected = _quantised_input(x, fused) @ q8.dequantized().double()
     # float32 rounding of the scaling only: within 1e-6 of the output's scale
     torch.testing.assert_close(
         int8_mm(x, q8).double(), expected, rtol=0, atol=1e-6 * float(expected.abs().max())
     )
 
 
-def test_product_is_close_to_float32_but_quantised() -> None:
+@pytest.mark.parametrize("fused", WAYS)
+def test_product_is_close_to_float32_but_quantised(fused: bool) -> None:
     x, w = _problem(seed=1)
-    error = _relative(int8_mm(x, quantize_columns(w)), x @ w)
+    error = _relative(int8_mm(x, quantize_columns(w, fused=fused)), x @ w)
     assert 1e-4 < error < 0.02  # about 1% for Gaussian operands: not the float path
 
 
@@ -52,25 +79,30 @@ def test_scales_are_per_column_and_per_row() -> None:
     assert sx.shape == (10, 1) and 0 < sx[4, 0] < 1e-30 and (qx[4] == 0).all()
     torch.testing.assert_close(sx[:4, 0], x.abs().amax(1)[:4] / 127)
     assert ((qx.float() * sx - x).abs() <= sx / 2 + 1e-6).all()
-    assert (int8_mm(x, q8)[4] == 0).all() and (int8_mm(x, q8)[:, 3] == 0).all()  # zeros stay exact
+    for fused in (False, True) if fused_mm_available() else (False,):
+        y = int8_mm(x, quantize_columns(w, fused=fused))
+        assert (y[4] == 0).all() and (y[:, 3] == 0).all()  # zeros stay exact, either way
 
 
-def test_non_finite_rows_fall_back_to_float() -> None:
+@pytest.mark.parametrize("fused", WAYS)
+def test_non_finite_rows_fall_back_to_float(fused: bool) -> None:
     x, w = _problem(seed=3)
     x[2, 5] = float("nan")
     x[7, 0] = float("inf")
     assert quantize_rows(x) is None
-    y = int8_mm(x, quantize_columns(w))
+    y = int8_mm(x, quantize_columns(w, fused=fused))
     expected = x @ w
     assert torch.isnan(y[2]).all() and not torch.isfinite(y[7]).any()
     torch.testing.assert_close(y[[0, 1, 3]], expected[[0, 1, 3]])  # the float product, not quantised
 
 
-def test_views_and_empty_inputs() -> None:
+@pytest.mark.parametrize("fused", WAYS)
+def test_views_and_empty_inputs(fused: bool) -> None:
     x, w = _problem(rows=6, seed=4)
+    q8 = quantize_columns(w, fused=fused)
     wide = torch.cat([x, x], dim=1)[:, : x.shape[1]]  # a strided view
-    torch.testing.assert_close(int8_mm(wide, quantize_columns(w)), int8_mm(x, quantize_columns(w)))
-    assert int8_mm(x[:0], quantize_columns(w)).shape == (0, w.shape[1])
+    torch.testing.assert_close(int8_mm(wide, q8), int8_mm(x, q8))
+    assert int8_mm(x[:0], q8).shape == (0, w.shape[1])
 
 
 def test_bad_inputs_are_clear_errors() -> None:
