@@ -15,7 +15,8 @@ the same process:
 - closed form: ``gradient_ascent(..., value_and_grad=...)`` with ``BoxScorer`` and the tracker's rel-space
   chain (``refine.rel_value_and_grad``, ``RelBoxes``; forward-only last step with ``BoxScorer.score``);
 - with ``--int8``, also the closed form with ``BoxScorer(..., int8=True)``: the per-box Linear layers'
-  products in int8 (what the tracker runs with ``int8_heads`` on a CPU).
+  products in int8 (what the tracker runs with ``int8_heads`` on a CPU), and where that takes the fused way
+  (``ltr.ops.int8_matmul``), the plain way as its baseline.
 
 Printed per thread count: median wall ms of one ascent for each path, the ratio autograd / closed form (above
 1.0: the closed form is faster) of the median wall times, of the best wall times (closest to an idle machine)
@@ -35,8 +36,9 @@ from collections.abc import Callable
 import torch
 
 from ltr.ebm.predict import gradient_ascent
-from ltr.models.box_score_grad import BoxScorer, fold_box_layers
+from ltr.models.box_score_grad import BoxScorer, Int8BoxLayers, fold_box_layers
 from ltr.ops.boxes import rel_to_xywh
+from ltr.ops.int8_matmul import fused_mm_available, quantize_columns
 from pytracking.tracker.dimp import random_network
 from pytracking.tracker.dimp.refine import RelBoxes, candidate_boxes, clip_xywh, rel_value_and_grad
 
@@ -75,8 +77,18 @@ def make_ascents(
 
     chain = RelBoxes(start, bounds)  # the same boxes as boxes_of, in fewer operations (the tracker's)
 
-    def closed_form(int8: bool = False) -> torch.Tensor:
+    plain = None
+    if int8 and fused_mm_available():  # the plain int8 way (torch._int_mm) as the fused way's baseline
+        folded = fold_box_layers(head)
+        plain = Int8BoxLayers(
+            tuple(quantize_columns(w, fused=False) for w in folded.weights_t),
+            tuple(quantize_columns(w, fused=False) for w in folded.weights),
+        )
+
+    def closed_form(int8: bool = False, layers: Int8BoxLayers | None = None) -> torch.Tensor:
         scorer = BoxScorer(head, modulated, int8=int8)  # once per frame in the tracker: timed
+        if layers is not None:
+            scorer.int8 = layers
         result = gradient_ascent(
             lambda rel: scorer.score(chain.boxes(rel)),
             torch.zeros_like(start),
@@ -88,6 +100,8 @@ def make_ascents(
     ascents = {"autograd": autograd, "closed form": closed_form}
     if int8:
         ascents["closed form int8"] = lambda: closed_form(int8=True)
+    if plain is not None:
+        ascents["closed form int8 plain"] = lambda: closed_form(int8=True, layers=plain)
     return ascents
 
 
@@ -187,6 +201,13 @@ def main() -> None:
                     f" / int8: median {ours_med / int8_med:4.2f}, best {ours_best / int8_best:4.2f}, process"
                     " CPU "
                     f"{ours_cpu / int8_cpu:4.2f}; max box difference to the float32 closed form {diff:.2e} px"
+                )
+            if "closed form int8 plain" in stats:
+                plain_med, plain_best, plain_cpu = stats["closed form int8 plain"]
+                print(
+                    f"  int8, the plain way (torch._int_mm, per-row quantisation by tensor ops): {plain_med:7.2f} ms"
+                    f" (best {plain_best:6.2f}); ratio plain / fused: median {plain_med / int8_med:4.2f}, best "
+                    f"{plain_best / int8_best:4.2f}, process CPU {plain_cpu / int8_cpu:4.2f}"
                 )
             if args.layouts:
                 time_layouts(head, start.shape[1], 10 * args.repeats)

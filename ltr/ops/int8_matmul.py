@@ -13,7 +13,9 @@ symmetrically per column (scale = max |w[:, n]| / 127); ``x`` at every call. Two
 Why: with so few rows the float product is bound by reading ``w`` (6.5 MB in float32, more than a core's L2
 cache here); in int8 it is a quarter of that, and VNNI multiplies int8 directly. The plain way's quantisation
 of ``x`` costs about as much as its product; fused, the four products of one ascent step (10 rows; 6400 <->
-256 and 2304 <-> 256) took 141 us instead of 324 us (a one-off timing, 2 threads). The cost is quantisation
+256 and 2304 <-> 256) took 141 us instead of 324 us (a one-off timing, 2 threads), and the whole ascent ran
+1.01-1.12x faster than the plain way (``python benchmarks/box_ascent.py --int8 --cells 21 19 10 11``, three
+runs, 1 and 2 threads; the pooling and the rest of each step are the same both ways). The cost is quantisation
 noise, about 1% of the output's norm for Gaussian operands (``tests/ops/test_int8_matmul.py``), mostly from
 the weights. VNNI is required for the fused way because without it fbgemm sums pairs of products in 16 bits,
 which can saturate at full 8-bit range.
