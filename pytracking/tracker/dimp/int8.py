@@ -6,7 +6,8 @@ backbone, and the box head's per-box Linear layers in every step of the refineme
 2304 -> 256, forward and backward; :class:`ltr.models.box_score_grad.BoxScorer` with ``int8=True``). The
 backbone, the box head's reference branch (once per sequence), the pooling and the classifier's filter stay
 float32. :mod:`ltr.ops.int8_conv` and :mod:`ltr.ops.int8_matmul` do the arithmetic: weights per output
-channel (column), each input per tensor (per row), float32 out.
+channel (column), each input per tensor (per tensor, or per row where the CPU lacks the fused int8 product),
+float32 out.
 
 It pays for the paper's widths only: tens of channels (``nce_plus_tiny``) run slower in int8.
 ``python benchmarks/tracker_fps.py --param nce_plus --int8`` times the tracker with and without it.
