@@ -88,12 +88,18 @@ def _pack(values: Tensor, scale: Tensor) -> object:
     return torch.ops.quantized.linear_prepack(weight, None)
 
 
-@functools.cache
 def fused_mm_available() -> bool:
     """Whether :func:`int8_mm` can take the fused way here: an AVX512-VNNI CPU, the x86 or fbgemm quantised
-    engine, and ``quantized::linear_dynamic`` giving the product of the quantised operands on a probe."""
+    engine selected now (``torch.backends.quantized.engine``, which packing follows), and
+    ``quantized::linear_dynamic`` giving the product of the quantised operands on a probe (once per engine)."""
+    engine = torch.backends.quantized.engine
+    return engine in ("x86", "fbgemm") and _fused_probe(engine)
+
+
+@functools.cache
+def _fused_probe(engine: str) -> bool:
     vnni = getattr(torch.cpu, "_is_vnni_supported", None)
-    if vnni is None or not vnni() or torch.backends.quantized.engine not in ("x86", "fbgemm"):
+    if vnni is None or not vnni():
         return False
     try:
         x = torch.tensor([[-1.0, 0.5, 2.0, 1.0]])
@@ -126,7 +132,7 @@ def quantize_columns(w: Tensor, *, fused: bool | None = None) -> Int8Matrix:
     w = w.detach().contiguous()
     values, scale = quantize_symmetric(w, 0)  # per column
     scale = scale.reshape(-1)
-    packed = _pack(values, scale) if (fused_mm_available() if fused is None else fused) else None
+    packed = _pack(values, scale) if (fused or fused is None and fused_mm_available()) else None
     return Int8Matrix(values, scale, w, packed)
 
 

@@ -117,3 +117,22 @@ def test_bad_inputs_are_clear_errors() -> None:
     w[0, 0] = float("nan")
     with pytest.raises(ValueError, match="non-finite"):
         quantize_columns(w)
+
+
+def test_the_fused_way_follows_the_quantised_engine() -> None:
+    """Packing uses the engine selected now: with another engine the plain way is taken, and asking for the
+    fused way is a clear error."""
+    x, w = _problem(seed=6)
+    engines = torch.backends.quantized.supported_engines
+    if "qnnpack" not in engines:
+        pytest.skip("no second quantised engine in this build")
+    before = torch.backends.quantized.engine
+    try:
+        torch.backends.quantized.engine = "qnnpack"
+        assert not fused_mm_available()
+        assert quantize_columns(w).packed is None
+        with pytest.raises(ValueError, match="fused way needs"):
+            quantize_columns(w, fused=True)
+    finally:
+        torch.backends.quantized.engine = before
+    assert quantize_columns(w).packed is not None or not fused_mm_available()
