@@ -1,7 +1,8 @@
 """Tracker speed: initialisation time, frames per second and a per-stage breakdown, random weights.
 
 python benchmarks/tracker_fps.py [--param nce_plus|nce_plus_tiny|...] [--device cpu|cuda]
-                                 [--geometry setting|dimp50] [--frames 30] [--threads 2] [--no-channels-last]
+                                 [--geometry setting|dimp50] [--frames 30] [--threads 2] [--runs 1]
+                                 [--no-channels-last]
                                  [--compare-full-maps] [--compare-unfolded] [--compare-no-graph] [--compile]
                                  [--int8] [--flops] [--profile]
 
@@ -24,6 +25,8 @@ per FLOP. ``--compile`` times the tracker with ``params.compile`` (torch.compile
 classifier features, compiled before the timed frames) after the eager one in the same process. ``--int8``
 times the tracker with ``params.int8_heads`` (the heads' per-frame convolutions in int8,
 :mod:`pytracking.tracker.dimp.int8`) after the same tracker with float32 heads, in the same process.
+``--runs N`` times the tracker N times (with ``--int8``, alternated with the float32 one) and prints each
+run's frame time and the medians.
 ``--compare-unfolded`` also times, in the same process and first, the network with its BatchNorm layers kept
 (the tracker folds them into the convolutions, :mod:`ltr.models.fold_bn`). ``--compare-full-maps`` also
 times, in the same process and first, the same tracker with the box head's test features on the whole maps
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import statistics
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -195,6 +199,12 @@ def profile_frames(
     return ops / n, len(kernels) / n, busy_ms / n
 
 
+def median_run(results: list[tuple[float, float, dict[str, float]]]) -> tuple[float, float, dict[str, float]]:
+    """The median of each quantity (init s, ms/frame, each stage's ms/frame) over runs of :class:`Measure`."""
+    stages = {s: statistics.median(r[2][s] for r in results) for s in results[0][2]}
+    return statistics.median(r[0] for r in results), statistics.median(r[1] for r in results), stages
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--param", default="nce_plus", choices=NAMES)
@@ -203,6 +213,13 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="time the tracker this many times (alternated with --int8's float32 baseline) and report the "
+        "medians",
+    )
     ap.add_argument("--no-channels-last", dest="channels_last", action="store_false")
     ap.add_argument(
         "--compare-full-maps",
@@ -245,6 +262,8 @@ def main() -> None:
         help="also time the network with its BatchNorm layers kept (not folded into the convolutions)",
     )
     args = ap.parse_args()
+    if args.runs < 1:
+        ap.error(f"--runs must be at least 1, got {args.runs}")
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
 
@@ -291,10 +310,21 @@ def main() -> None:
         start = time.perf_counter()
         tracker.track(frames[1])
         compile_s = time.perf_counter() - start
-    # in-process baseline for --int8: the same tracker (compiled if --compile) with float32 heads
-    float_heads = run(dataclasses.replace(params, int8_heads=False)) if args.int8 else None
+    # in-process baseline for --int8: the same tracker (compiled if --compile) with float32 heads; --runs
+    # alternates the two (this machine's speed drifts within seconds) and keeps each quantity's median
+    float_runs, runs = [], []
+    for _ in range(args.runs):
+        if args.int8:
+            float_runs.append(run(dataclasses.replace(params, int8_heads=False)))
+        runs.append(run(params))
+    float_heads = median_run(float_runs) if float_runs else None
     graphed = params.refines_in_graph(device.type)
-    init_s, frame_ms, stage_ms = run(params)
+    init_s, frame_ms, stage_ms = median_run(runs)
+    if args.runs > 1:
+        print(f"{args.runs} runs, ms/frame: " + ", ".join(f"{r[1]:.1f}" for r in runs), end="")
+        if float_runs:
+            print("; float32 heads: " + ", ".join(f"{r[1]:.1f}" for r in float_runs), end="")
+        print(" (medians of every quantity below)")
     fps = 1000 / frame_ms
     free_ms = run.free_running(params) if device.type == "cuda" else None
     no_graph = None
