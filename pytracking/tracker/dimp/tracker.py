@@ -195,8 +195,8 @@ class DiMPTracker:
         else:
             test = head.get_test_features(feats, conv2d=conv2d)
             shift = torch.zeros(4, device=self.device)
-        # PrRoIPool multiplies (H, W) matrices per channel: standard layout, not channels_last
-        modulated = tuple(f.contiguous() for f in head.modulate(modulation, test))
+        # any memory layout: BoxScorer copies each map into the two layouts its pooling products take
+        modulated = tuple(head.modulate(modulation, test))
         # the head must be in eval mode; with int8 heads the ascent's per-box Linear products are int8 too
         scorer = BoxScorer(head, modulated, int8=self._int8 is not None and self._int8.box_layers)
 
