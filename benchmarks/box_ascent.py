@@ -205,9 +205,10 @@ def main() -> None:
             if "closed form int8 plain" in stats:
                 plain_med, plain_best, plain_cpu = stats["closed form int8 plain"]
                 print(
-                    f"  int8, the plain way (torch._int_mm, per-row quantisation by tensor ops): {plain_med:7.2f} ms"
-                    f" (best {plain_best:6.2f}); ratio plain / fused: median {plain_med / int8_med:4.2f}, best "
-                    f"{plain_best / int8_best:4.2f}, process CPU {plain_cpu / int8_cpu:4.2f}"
+                    "  int8, the plain way (torch._int_mm, per-row quantisation by tensor ops): "
+                    f"{plain_med:7.2f} ms (best {plain_best:6.2f}); ratio plain / fused: median "
+                    f"{plain_med / int8_med:4.2f}, best {plain_best / int8_best:4.2f}, process CPU "
+                    f"{plain_cpu / int8_cpu:4.2f}"
                 )
             if args.layouts:
                 time_layouts(head, start.shape[1], 10 * args.repeats)

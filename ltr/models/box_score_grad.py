@@ -210,7 +210,7 @@ class BoxScorer:
             (:func:`int8_box_layers`; float32 features on the CPU only): the layers' outputs then carry
             about 1% quantisation noise, the scores and box gradients a few percent of their norms (the
             score is a sum of terms much larger than itself); the pooling stays float32. Each int8 product
-            reads its input's range on the host once (free on a CPU).
+            checks its input for non-finite values with one host read (free on a CPU).
 
     Call: ``scorer(boxes_xywh)`` with boxes (1, S, 4) xywh image pixels -> (scores (1, S) in the features'
     dtype, gradients d score / d boxes (1, S, 4) in the boxes' dtype). :meth:`score` gives the scores only.

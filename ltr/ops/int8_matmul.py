@@ -4,9 +4,9 @@
 head's per-box Linear layers in the refinement's ascent (ten boxes, 6400 -> 256). ``w`` is quantised once,
 symmetrically per column (scale = max |w[:, n]| / 127); ``x`` at every call. Two ways, the same weights:
 
-- fused (where this CPU has AVX512-VNNI and torch's x86/fbgemm quantised engine): ``quantized::linear_dynamic``
-  quantises ``x`` per tensor, asymmetrically to uint8 over [min(x, 0), max(x, 0)], multiplies with exact int32
-  sums and scales back, all in one call;
+- fused (where this CPU has AVX512-VNNI and torch's x86/fbgemm quantised engine):
+  ``quantized::linear_dynamic`` quantises ``x`` per tensor, asymmetrically to uint8 over
+  [min(x, 0), max(x, 0)], multiplies with exact int32 sums and scales back, all in one call;
 - plain (elsewhere): ``x`` quantised symmetrically per row by a few tensor operations, then ``torch._int_mm``
   (exact int32 sums) and the scaling back.
 
@@ -76,11 +76,11 @@ def int8_mm_available() -> bool:
 
 
 def _pack(values: Tensor, scale: Tensor) -> object:
-    """int8 (K, N) values and (N,) scales -> ``quantized::linear_prepack`` weights (N, K) of the current engine."""
+    """int8 (K, N) values and (N,) scales -> ``quantized::linear_prepack`` weights (N, K), current engine."""
     zero_points = torch.zeros(values.shape[1], dtype=torch.long)
     with warnings.catch_warnings():
-        # quantised tensors are deprecated; this one exists only to be packed (a newer torch without them fails
-        # the probe in fused_mm_available, and the plain way is used)
+        # quantised tensors are deprecated; this one exists only to be packed (a newer torch without them
+        # fails the probe in fused_mm_available, and the plain way is used)
         warnings.simplefilter("ignore", UserWarning)
         weight = torch._make_per_channel_quantized_tensor(
             values.t().contiguous(), scale.double(), zero_points, 0
@@ -91,7 +91,8 @@ def _pack(values: Tensor, scale: Tensor) -> object:
 def fused_mm_available() -> bool:
     """Whether :func:`int8_mm` can take the fused way here: an AVX512-VNNI CPU, the x86 or fbgemm quantised
     engine selected now (``torch.backends.quantized.engine``, which packing follows), and
-    ``quantized::linear_dynamic`` giving the product of the quantised operands on a probe (once per engine)."""
+    ``quantized::linear_dynamic`` giving the product of the quantised operands on a probe (once per
+    engine)."""
     engine = torch.backends.quantized.engine
     return engine in ("x86", "fbgemm") and _fused_probe(engine)
 

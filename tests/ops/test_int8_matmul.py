@@ -36,7 +36,8 @@ WAYS = [
 
 
 def _quantised_input(x: torch.Tensor, fused: bool) -> torch.Tensor:
-    """x as the product sees it (float64): per tensor uint8 over [min(x, 0), max(x, 0)] fused, else per row."""
+    """x as the product sees it (float64): fused, per tensor to uint8 over [min(x, 0), max(x, 0)]; plain,
+    per row."""
     if not fused:
         qx, sx = quantize_rows(x)
         return qx.double() * sx.double()
