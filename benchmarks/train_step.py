@@ -13,7 +13,17 @@ with each part's share of the full step (data + forward + backward + optimiser).
 shared, loaded machine more threads than free cores make every step several times slower. Timings vary
 between runs on a shared machine: compare the ratios printed by one run.
 
+On CUDA two more questions, each answered in the same process:
+
+- ``--amp``: every size is timed again with the trainer's mixed precision (float16 autocast, gradients
+  through a ``GradScaler``); the ratio float32 / AMP of the forward + backward + optimiser time is printed.
+- ``--workers N [N ...]``: the loader as training runs it (:class:`ltr.data.loader.TrainingLoader` with N
+  worker processes, batches moved to the device) for ``--loader-batches`` batches, alone and then feeding
+  float32 steps. Against the step on batches already on the device, this shows whether the loader keeps up
+  and what the workers cost the main process on a shared host.
+
     python benchmarks/train_step.py [--sizes tiny r50] [--batch-tiny 8] [--batch-r50 2] [--steps 4]
+        [--device cpu|cuda] [--amp] [--workers 6 12] [--loader-batches 20]
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ import argparse
 import dataclasses
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -69,13 +79,23 @@ def _timed(fn: Callable[[], object], device: torch.device) -> tuple[float, objec
 
 
 def measure(
-    cfg: DiMPTrainConfig, steps: int, warmup: int, repeats: int, device: torch.device
+    cfg: DiMPTrainConfig,
+    steps: int,
+    warmup: int,
+    repeats: int,
+    device: torch.device,
+    *,
+    amp: bool = False,
 ) -> dict[str, float]:
     """Median seconds per step of each part (see the module docstring).
 
     ``steps`` batches are drawn (and timed) first; then every batch goes ``repeats`` times through the full
     step and through the classifier-only forward+backward, alternating, after ``warmup`` untimed steps.
+    ``amp``: forward passes under float16 autocast and backward passes through a ``GradScaler``, as the
+    trainer does with ``trainer.amp=true`` (CUDA only).
     """
+    if amp and device.type != "cuda":
+        raise ValueError("train_step: --amp needs --device cuda (the trainer ignores AMP on a CPU)")
     seed_everything(0)
     data = cfg.data
     sampler = TrackingSampler.from_config(
@@ -97,17 +117,31 @@ def measure(
     clf_only = DiMPActor(net, None).train()
     optimizer = build_adam(net, lr_groups(**to_dict(cfg.lr)))
 
+    scaler = torch.amp.GradScaler(device.type, enabled=amp)
+
+    def autocast() -> torch.autocast:
+        return torch.autocast(device_type=device.type, dtype=torch.float16, enabled=amp)
+
+    def forward(b: dict) -> tuple[torch.Tensor, dict]:
+        with autocast():
+            return full(b)
+
     def clf_step(b: dict) -> None:
-        clf_loss, _ = clf_only(b)
-        clf_loss.backward()
+        with autocast():
+            clf_loss, _ = clf_only(b)
+        scaler.scale(clf_loss).backward()
+
+    def optimizer_step() -> None:
+        scaler.step(optimizer)
+        scaler.update()
 
     schedule = [batches[i % steps] for i in range(warmup)] + batches * repeats
     shares: list[float] = []
     for i, batch in enumerate(schedule):
-        t_fwd, (loss, _) = _timed(lambda b=batch: full(b), device)
+        t_fwd, (loss, _) = _timed(lambda b=batch: forward(b), device)
         optimizer.zero_grad(set_to_none=True)
-        t_bwd, _ = _timed(loss.backward, device)
-        t_opt, _ = _timed(optimizer.step, device)
+        t_bwd, _ = _timed(scaler.scale(loss).backward, device)
+        t_opt, _ = _timed(optimizer_step, device)
         optimizer.zero_grad(set_to_none=True)
         t_clf, _ = _timed(lambda b=batch: clf_step(b), device)
         optimizer.zero_grad(set_to_none=True)
@@ -124,6 +158,59 @@ def measure(
     return out
 
 
+def measure_loader(
+    cfg: DiMPTrainConfig, workers: int, num_batches: int, device: torch.device
+) -> tuple[float, float]:
+    """(seconds per batch of the loader alone, seconds per float32 step fed by it) with ``workers`` workers.
+
+    Each half draws one untimed batch first (the workers' start), then times ``num_batches`` batches; the
+    fed steps run the full actor, backward and an Adam step on every batch, as the trainer does.
+    """
+    seed_everything(0)
+    data = dataclasses.replace(
+        cfg.data, num_workers=workers, samples_per_epoch=(num_batches + 1) * cfg.data.batch_size
+    )
+
+    def batches() -> Iterator[dict]:
+        sampler = TrackingSampler.from_config(
+            data, build_datasets(data.datasets, {}), training=True, rank=0, world_size=1
+        )
+        loader = TrainingLoader(sampler, batch_size=data.batch_size, num_workers=workers, device=device)
+        for batch in loader:
+            yield move_to_device(batch, device)
+
+    def timed(step: Callable[[dict], object]) -> float:
+        source = batches()
+        step(next(source))  # untimed: the workers start
+        count = 0
+
+        def run() -> None:
+            nonlocal count
+            for batch in source:
+                step(batch)
+                count += 1
+                if count == num_batches:
+                    break
+
+        elapsed, _ = _timed(run, device)
+        if count < num_batches:
+            raise RuntimeError(f"train_step: the loader gave {count} batches, {num_batches} were asked for")
+        return elapsed / count
+
+    net = build_dimpnet(cfg.net).to(device)
+    actor = DiMPActor(net, build_method(data.box_method, **dict(data.box_method_kwargs)), cfg.box_weight)
+    actor.train()
+    optimizer = build_adam(net, lr_groups(**to_dict(cfg.lr)))
+
+    def train(b: dict) -> None:
+        loss, _ = actor(b)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    return timed(lambda b: None), timed(train)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", nargs="+", default=["tiny", "r50"], choices=["tiny", "r50"])
@@ -134,7 +221,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--repeats", type=int, default=2, help="passes of the compute timing over the batches")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--amp", action="store_true", help="also time every size with mixed precision (CUDA)")
+    p.add_argument(
+        "--workers", type=int, nargs="*", default=[], help="also time the loader with these worker counts"
+    )
+    p.add_argument("--loader-batches", type=int, default=20)
     args = p.parse_args(argv)
+    if args.amp and args.device != "cuda":
+        p.error("--amp needs --device cuda (the trainer ignores AMP on a CPU)")
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     print(
@@ -145,22 +239,44 @@ def main(argv: list[str] | None = None) -> None:
         f"{'size':5} {'batch':>5} {'step ms':>9} {'data':>12} {'forward':>12} {'backward':>12} {'optim':>11}"
     )
     print(header + f" {'box-loss share':>15} {'paired: median [min, max]':>26}")
+    compute_ms: dict[tuple[str, bool], float] = {}
     for size in args.sizes:
         batch = args.batch_tiny if size == "tiny" else args.batch_r50
-        t = measure(size_config(size, batch), args.steps, args.warmup, args.repeats, device)
-        step = t["data"] + t["forward"] + t["backward"] + t["optimizer"]
-        compute = t["forward"] + t["backward"]
-        box_share = 1.0 - t["clf_fwd_bwd"] / compute
-        cells = [f"{1e3 * t[k]:6.0f} ({t[k] / step:4.0%})" for k in ("data", "forward", "backward")]
-        optim = f"{1e3 * t['optimizer']:5.0f} ({t['optimizer'] / step:3.0%})"
-        paired = f"{t['box_share_median']:.0%} [{t['box_share_min']:.0%}, {t['box_share_max']:.0%}]"
-        print(
-            f"{size:5} {batch:5d} {1e3 * step:9.0f} {' '.join(cells)} {optim} {box_share:15.0%} {paired:>26}"
-        )
+        for amp in (False, True) if args.amp else (False,):
+            t = measure(size_config(size, batch), args.steps, args.warmup, args.repeats, device, amp=amp)
+            step = t["data"] + t["forward"] + t["backward"] + t["optimizer"]
+            compute = t["forward"] + t["backward"]
+            compute_ms[size, amp] = 1e3 * (compute + t["optimizer"])
+            box_share = 1.0 - t["clf_fwd_bwd"] / compute
+            cells = [f"{1e3 * t[k]:6.0f} ({t[k] / step:4.0%})" for k in ("data", "forward", "backward")]
+            optim = f"{1e3 * t['optimizer']:5.0f} ({t['optimizer'] / step:3.0%})"
+            paired = f"{t['box_share_median']:.0%} [{t['box_share_min']:.0%}, {t['box_share_max']:.0%}]"
+            label = size + (" amp" if amp else "")
+            print(
+                f"{label:5} {batch:5d} {1e3 * step:9.0f} {' '.join(cells)} {optim} {box_share:15.0%} "
+                f"{paired:>26}"
+            )
     print(
         "shares: of the full step; box-loss share: of forward+backward (1 - classifier-only / full), from the "
         "medians, and the median [min, max] of the same ratio per back-to-back pair on one batch"
     )
+    if args.amp:
+        for size in args.sizes:
+            f32, half = compute_ms[size, False], compute_ms[size, True]
+            print(
+                f"{size}: forward + backward + optimiser {f32:.0f} ms float32, {half:.0f} ms AMP "
+                f"(ratio > 1 = AMP is faster: {f32 / half:.2f}x)"
+            )
+    for size in args.sizes if args.workers else ():
+        batch = args.batch_tiny if size == "tiny" else args.batch_r50
+        for workers in args.workers:
+            alone, fed = measure_loader(size_config(size, batch), workers, args.loader_batches, device)
+            print(
+                f"{size}, loader with {workers} workers, {args.loader_batches} batches of {batch}: "
+                f"{1e3 * alone:.0f} ms per batch alone, {1e3 * fed:.0f} ms per float32 step fed by it "
+                f"(step on batches already on the device: {compute_ms[size, False]:.0f} ms; ratio "
+                f"{1e3 * fed / compute_ms[size, False]:.2f}x)"
+            )
 
 
 if __name__ == "__main__":
