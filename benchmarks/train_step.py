@@ -164,7 +164,9 @@ def measure_loader(
     """(seconds per batch of the loader alone, seconds per float32 step fed by it) with ``workers`` workers.
 
     Each half draws one untimed batch first (the workers' start), then times ``num_batches`` batches; the
-    fed steps run the full actor, backward and an Adam step on every batch, as the trainer does.
+    fed steps run the full actor, backward and an Adam step on every batch, as the trainer does. When the
+    first batch arrives the other workers are well into theirs, so with few timed batches per worker the
+    loader-alone figure leans optimistic (time at least two batches per worker).
     """
     seed_everything(0)
     data = dataclasses.replace(
