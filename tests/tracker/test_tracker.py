@@ -228,3 +228,24 @@ def test_clip_xywh_projects_edges():
     bounds = torch.tensor([2.0, -1.0, 20.0, float("inf")])
     expected = torch.tensor([[2.0, 0.0, 8.0, 10.0], [5.0, -1.0, 15.0, 2.0], [20.0, 40.0, 0.0, 5.0]])
     torch.testing.assert_close(clip_xywh(boxes, bounds), expected)
+
+
+def test_random_network_takes_network_fields_and_tracks_with_a_narrower_box_head():
+    """``random_network(net_fields=...)`` (``benchmarks/tracker_fps.py --box-channels``) changes the box head's
+    width and nothing else, never asks for pretrained weights, and the tracker runs with it."""
+    narrow = {"box_mod_channels": (16, 16), "box_linear_channels": (8, 8), "pretrained": True}
+    loaded = random_network("nce_plus_tiny", crop_size=64, net_fields=narrow)
+    head = loaded.net.box_head
+    assert (head.box_fc2.linear.out_features, head.box_fc3.linear.out_features) == (8, 8)
+    assert (head.box_fc2.linear.in_features, head.box_fc3.linear.in_features) == (16 * 25, 16 * 9)
+    default = random_network("nce_plus_tiny", crop_size=64)
+    assert default.net.box_head.box_fc2.linear.out_features == 32
+    assert loaded.geometry == default.geometry
+    rng = np.random.default_rng(5)
+    frames = [random_frame(rng, 240, 320) for _ in range(4)]
+    opened = {"target_not_found_threshold": -1e9, "distractor_threshold": 1e9, "hard_negative_threshold": 1e9}
+    tracker = DiMPTracker(loaded.net, loaded.geometry, DiMPParams(train_setting="nce_plus_tiny", **opened))
+    tracker.initialize(frames[0], [140.0, 100.0, 24.0, 20.0])
+    boxes = np.stack([tracker.track(f) for f in frames[1:]])
+    assert np.isfinite(boxes).all() and (boxes[:, 2:] > 0).all()
+    assert not np.allclose(boxes[:, 2:], [24.0, 20.0])  # the narrow head's refinement moved the size

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,11 +76,18 @@ def load_network(path: str | os.PathLike, device: str | torch.device = "cpu") ->
 
 
 def random_network(
-    setting: str, device: str | torch.device = "cpu", seed: int = 0, *, fold_bn: bool = True, **data: Any
+    setting: str,
+    device: str | torch.device = "cpu",
+    seed: int = 0,
+    *,
+    fold_bn: bool = True,
+    net_fields: Mapping[str, Any] | None = None,
+    **data: Any,
 ) -> LoadedNet:
     """A network of train setting ``dimp/<setting>`` with random weights (``pretrained=False``), for
     benchmarks and tests; ``data`` overrides geometry fields of the setting's data config
-    (e.g. ``crop_size=64``); ``fold_bn=False`` keeps the BatchNorm layers (benchmark baselines)."""
+    (e.g. ``crop_size=64``), ``net_fields`` fields of its network config (e.g. ``{"box_mod_channels": (128, 128)}``);
+    ``fold_bn=False`` keeps the BatchNorm layers (benchmark baselines)."""
     from ltr.train_settings.dimp import SETTINGS
 
     if setting not in SETTINGS:
@@ -87,7 +95,7 @@ def random_network(
     config = SETTINGS[setting]()
     config = dataclasses.replace(
         config,
-        net=dataclasses.replace(config.net, pretrained=False),
+        net=dataclasses.replace(config.net, **{**(net_fields or {}), "pretrained": False}),
         data=dataclasses.replace(config.data, **data),
     )
     torch.manual_seed(seed)
