@@ -27,6 +27,9 @@ times the tracker with ``params.int8_heads`` (the heads' per-frame convolutions 
 :mod:`pytracking.tracker.dimp.int8`) after the same tracker with float32 heads, in the same process.
 ``--runs N`` times the tracker N times (with ``--int8``, alternated with the float32 one) and prints each
 run's frame time and the medians.
+``--box-channels C`` builds the box head C channels wide instead of the setting's (its modulated maps and
+per-box Linear layers, ``box_mod_channels`` and ``box_linear_channels``; the paper's is 256): what a narrower
+head than the paper's would save, untrained, so nothing about its accuracy.
 ``--compare-unfolded`` also times, in the same process and first, the network with its BatchNorm layers kept
 (the tracker folds them into the convolutions, :mod:`ltr.models.fold_bn`). ``--compare-full-maps`` also
 times, in the same process and first, the same tracker with the box head's test features on the whole maps
@@ -63,6 +66,14 @@ REFERENCE = {  # reference pytracking on the project's 2-core CPU machine (issue
     "dimp50": {"fps": 5.0, "frame_ms": 194.0, "refine_ms": 83.0, "init_s": None},
 }
 STAGES = ("crop", "backbone", "classifier", "localisation", "refinement", "update")
+
+
+def setting_box_widths(params: DiMPParams) -> str:
+    """The box head widths (modulated maps, per-box features) of the parameters' train setting, as text."""
+    from ltr.train_settings.dimp import SETTINGS
+
+    net = SETTINGS[params.train_setting]().net
+    return f"maps {net.box_mod_channels}, per-box features {net.box_linear_channels}"
 
 
 def make_video(num_frames: int, width: int = 640, height: int = 480, seed: int = 0):
@@ -257,6 +268,12 @@ def main() -> None:
         "dispatches and the device's busy time per frame (and for --compare-no-graph's tracker)",
     )
     ap.add_argument(
+        "--box-channels",
+        type=int,
+        default=None,
+        help="box head width (modulated maps and per-box Linear layers; the paper's is 256)",
+    )
+    ap.add_argument(
         "--compare-unfolded",
         action="store_true",
         help="also time the network with its BatchNorm layers kept (not folded into the convolutions)",
@@ -282,14 +299,22 @@ def main() -> None:
         # and DiMP-50's iteration count: pytracking's dimp50 parameters refine boxes in 5 steps (SuperDiMP 10),
         # which is what the reference figure below was measured with
         params = dataclasses.replace(params, refine_iters=5)
-    loaded = random_network(params.train_setting, device, **data)
+    box_fields = {}
+    if args.box_channels is not None:
+        if args.box_channels < 1:
+            ap.error(f"--box-channels must be positive, got {args.box_channels}")
+        box_fields = {
+            "box_mod_channels": (args.box_channels,) * 2,
+            "box_linear_channels": (args.box_channels,) * 2,
+        }
+    loaded = random_network(params.train_setting, device, net_fields=box_fields, **data)
     geo = loaded.geometry
     frames, init = make_video(args.warmup + args.frames + 1)
     run = Measure(loaded.net, geo, frames, init, args.warmup, args.frames, device)
     unfolded = None
     if args.compare_unfolded:
         # in-process baseline: the same weights with the BatchNorm layers kept (same seed, not folded)
-        plain = random_network(params.train_setting, device, fold_bn=False, **data)
+        plain = random_network(params.train_setting, device, fold_bn=False, net_fields=box_fields, **data)
         unfolded = Measure(plain.net, geo, frames, init, args.warmup, args.frames, device)(params)
     baseline = None
     if args.compare_full_maps and params.refine and params.refine_window is not None:
@@ -338,6 +363,16 @@ def main() -> None:
         f"torch threads {args.threads}, channels_last {args.channels_last}, compiled {params.compile}, "
         f"int8 heads {params.int8_heads}, "
         f"refinement as a CUDA graph {graphed}"
+    )
+    box = loaded.net.box_head
+    print(
+        f"box head: {box.box_fc2.linear.out_features} + {box.box_fc3.linear.out_features} per-box features, "
+        f"maps of {box.box_fc2.linear.in_features // 25} + {box.box_fc3.linear.in_features // 9} channels"
+        + (
+            ""
+            if args.box_channels is None
+            else f" (--box-channels; the setting's: {setting_box_widths(params)})"
+        )
     )
     print(
         f"geometry: crop {geo.crop_size} px, search area factor {geo.search_area_factor}, mode {geo.crop_mode}; "
