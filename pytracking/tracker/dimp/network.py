@@ -86,8 +86,9 @@ def random_network(
 ) -> LoadedNet:
     """A network of train setting ``dimp/<setting>`` with random weights (``pretrained=False``), for
     benchmarks and tests; ``data`` overrides geometry fields of the setting's data config
-    (e.g. ``crop_size=64``), ``net_fields`` fields of its network config (e.g. ``{"box_mod_channels": (128, 128)}``);
-    ``fold_bn=False`` keeps the BatchNorm layers (benchmark baselines)."""
+    (e.g. ``crop_size=64``), ``net_fields`` fields of its network config
+    (e.g. ``{"box_mod_channels": (128, 128)}``); ``fold_bn=False`` keeps the BatchNorm layers (benchmark
+    baselines)."""
     from ltr.train_settings.dimp import SETTINGS
 
     if setting not in SETTINGS:
