@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from ltr.admin.config import ConfigError, from_dict, save_json, to_dict
 from ltr.admin.device import resolve_device
 from ltr.admin.io import atomic_write
+from ltr.admin.stats import DEFAULT_VISDOM_PORT
 from ltr.models.toy1d import Toy1DNet
 from ltr.regression_1d.config import Regression1DConfig
 from ltr.regression_1d.data import generate, generator
@@ -210,17 +211,15 @@ def run_single(
     return results
 
 
-def _visdom_plotter(setting: str) -> Callable[[int, float], None]:
-    import visdom
+def _visdom_plotter(setting: str, port: int = DEFAULT_VISDOM_PORT) -> Callable[[int, float], None]:
+    """``plot(epoch, loss)``: each epoch's training loss on the visdom server at 127.0.0.1:``port`` (``make
+    visdom``), in the env named after ``setting``, through the DiMP trainer's plotter: with no server it
+    raises :class:`ltr.admin.stats.VisdomUnavailable`, whose message gives the command that starts one."""
+    from ltr.admin.stats import VisdomPlotter
 
-    vis = visdom.Visdom(raise_exceptions=True)
-    if not vis.check_connection():
-        raise RuntimeError(
-            "--visdom: no visdom server answers at localhost:8097 (start one: python -m visdom.server)"
-        )
-    win = f"loss {setting}"
+    plotter = VisdomPlotter(env=setting.replace("/", "_"), port=port)
 
     def plot(epoch: int, loss: float) -> None:
-        vis.line(X=[epoch], Y=[loss], win=win, update="append" if epoch > 1 else None, opts={"title": win})
+        plotter.plot("loss", "train", epoch, loss)
 
     return plot
