@@ -45,7 +45,9 @@ def test_tracking_run_posts_frame_score_map_and_state(tmp_path, capsys):
         argv = ["dimp", "nce_plus_tiny", "--dataset", "folder", "--root", str(root), "--net", str(ckpt)]
         argv += ["--results", str(tmp_path / "res"), "--device", "cpu", "--no-progress"]
         assert main([*argv, "--visdom", "--visdom-port", str(server.port)]) == 0
-        vis = visdom.Visdom(server="http://127.0.0.1", port=server.port, raise_exceptions=True)
+        vis = visdom.Visdom(
+            server="http://127.0.0.1", port=server.port, raise_exceptions=True, use_incoming_socket=False
+        )  # no event socket: its thread printed a signature error (visdom vs websocket-client) at exit
         env = "dimp_nce_plus_tiny"
         for win in (FRAME_WIN, SCORE_WIN, STATE_WIN):
             assert vis.win_exists(win, env=env) is True, win
