@@ -122,7 +122,7 @@ def test_paper_setting_runs_on_the_resnet50_fpn_path(coco_layout, tmp_path):
         stride = RESNET50_LEVELS.strides[lv]
         direct = prroi_pool(prep.features[lv], rois, 7, 1.0 / stride)
         # equal up to float32 rounding: the two calls batch the rois differently, so the BLAS may sum in
-        # another order (2.6e-5 at values up to 111, about 2 ulp, on an AMD EPYC with AVX-512)
+        # another order (2.6e-5 at values up to 111, 3-4 ulp there, on an AMD EPYC with AVX-512)
         torch.testing.assert_close(x, direct, rtol=1e-5, atol=1e-6 * float(direct.abs().max()))
         other = lv + 1 if lv + 1 < len(prep.features) else lv - 1
         wrong = prroi_pool(prep.features[other], rois, 7, 1.0 / RESNET50_LEVELS.strides[other])
