@@ -35,13 +35,15 @@ import time
 from collections.abc import Callable, Iterator
 
 import torch
+from torch.optim import Optimizer
 
 from ltr.actors import DiMPActor
 from ltr.admin.config import to_dict
+from ltr.data.config import DataConfig
 from ltr.data.loader import TrainingLoader
 from ltr.data.sampler import TrackingSampler
 from ltr.ebm import build_method
-from ltr.models.tracking import build_dimpnet, lr_groups
+from ltr.models.tracking import DiMPNet, build_dimpnet, lr_groups
 from ltr.train_settings.dimp import SETTINGS
 from ltr.train_settings.dimp.base import DiMPTrainConfig
 from ltr.train_settings.dimp.train import build_datasets
@@ -78,6 +80,24 @@ def _timed(fn: Callable[[], object], device: torch.device) -> tuple[float, objec
     return time.perf_counter() - start, out
 
 
+def batches_of(data: DataConfig, device: torch.device) -> Iterator[dict]:
+    """The training loader's batches for ``data`` (with its ``num_workers``), moved to ``device``. The
+    datasets, the sampler and the loader's iterator are built here, not in the first ``next``."""
+    sampler = TrackingSampler.from_config(
+        data, build_datasets(data.datasets, {}), training=True, rank=0, world_size=1
+    )
+    loader = TrainingLoader(sampler, batch_size=data.batch_size, num_workers=data.num_workers, device=device)
+    return (move_to_device(batch, device) for batch in loader)  # iter(loader) runs now
+
+
+def training_parts(cfg: DiMPTrainConfig, device: torch.device) -> tuple[DiMPNet, DiMPActor, Optimizer]:
+    """The network on ``device``, its actor with the setting's box loss (train mode) and the trainer's Adam."""
+    net = build_dimpnet(cfg.net).to(device)
+    method = build_method(cfg.data.box_method, **dict(cfg.data.box_method_kwargs))
+    actor = DiMPActor(net, method, cfg.box_weight).train()
+    return net, actor, build_adam(net, lr_groups(**to_dict(cfg.lr)))
+
+
 def measure(
     cfg: DiMPTrainConfig,
     steps: int,
@@ -97,25 +117,17 @@ def measure(
     if amp and device.type != "cuda":
         raise ValueError("train_step: --amp needs --device cuda (the trainer ignores AMP on a CPU)")
     seed_everything(0)
-    data = cfg.data
-    sampler = TrackingSampler.from_config(
-        data, build_datasets(data.datasets, {}), training=True, rank=0, world_size=1
-    )
-    loader = iter(TrainingLoader(sampler, batch_size=data.batch_size, num_workers=0, device=device))
+    loader = batches_of(dataclasses.replace(cfg.data, num_workers=0), device)  # in this process
     parts: dict[str, list[float]] = {
         k: [] for k in ("data", "forward", "backward", "optimizer", "clf_fwd_bwd")
     }
     batches = []
     for _ in range(steps):
-        t_data, batch = _timed(lambda: move_to_device(next(loader), device), device)
+        t_data, batch = _timed(lambda: next(loader), device)
         parts["data"].append(t_data)
         batches.append(batch)
-    net = build_dimpnet(cfg.net).to(device)
-    full = DiMPActor(
-        net, build_method(data.box_method, **dict(data.box_method_kwargs)), cfg.box_weight
-    ).train()
+    net, full, optimizer = training_parts(cfg, device)
     clf_only = DiMPActor(net, None).train()
-    optimizer = build_adam(net, lr_groups(**to_dict(cfg.lr)))
 
     scaler = torch.amp.GradScaler(device.type, enabled=amp)
 
@@ -173,16 +185,8 @@ def measure_loader(
         cfg.data, num_workers=workers, samples_per_epoch=(num_batches + 1) * cfg.data.batch_size
     )
 
-    def batches() -> Iterator[dict]:
-        sampler = TrackingSampler.from_config(
-            data, build_datasets(data.datasets, {}), training=True, rank=0, world_size=1
-        )
-        loader = TrainingLoader(sampler, batch_size=data.batch_size, num_workers=workers, device=device)
-        for batch in loader:
-            yield move_to_device(batch, device)
-
     def timed(step: Callable[[dict], object]) -> float:
-        source = batches()
+        source = batches_of(data, device)
         step(next(source))  # untimed: the workers start
         count = 0
 
@@ -199,10 +203,7 @@ def measure_loader(
             raise RuntimeError(f"train_step: the loader gave {count} batches, {num_batches} were asked for")
         return elapsed / count
 
-    net = build_dimpnet(cfg.net).to(device)
-    actor = DiMPActor(net, build_method(data.box_method, **dict(data.box_method_kwargs)), cfg.box_weight)
-    actor.train()
-    optimizer = build_adam(net, lr_groups(**to_dict(cfg.lr)))
+    _, actor, optimizer = training_parts(cfg, device)
 
     def train(b: dict) -> None:
         loss, _ = actor(b)
