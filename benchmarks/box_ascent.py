@@ -36,9 +36,9 @@ from collections.abc import Callable
 import torch
 
 from ltr.ebm.predict import gradient_ascent
-from ltr.models.box_score_grad import BoxScorer, Int8BoxLayers, fold_box_layers
+from ltr.models.box_score_grad import BoxScorer, Int8BoxLayers, fold_box_layers, quantize_box_layers
 from ltr.ops.boxes import rel_to_xywh
-from ltr.ops.int8_matmul import fused_mm_available, quantize_columns
+from ltr.ops.int8_matmul import fused_mm_available
 from pytracking.tracker.dimp import random_network
 from pytracking.tracker.dimp.refine import RelBoxes, candidate_boxes, clip_xywh, rel_value_and_grad
 
@@ -79,11 +79,7 @@ def make_ascents(
 
     plain = None
     if int8 and fused_mm_available():  # the plain int8 way (torch._int_mm) as the fused way's baseline
-        folded = fold_box_layers(head)
-        plain = Int8BoxLayers(
-            tuple(quantize_columns(w, fused=False) for w in folded.weights_t),
-            tuple(quantize_columns(w, fused=False) for w in folded.weights),
-        )
+        plain = quantize_box_layers(fold_box_layers(head), fused=False)
 
     def closed_form(int8: bool = False, layers: Int8BoxLayers | None = None) -> torch.Tensor:
         scorer = BoxScorer(head, modulated, int8=int8)  # once per frame in the tracker: timed

@@ -44,6 +44,7 @@ __all__ = [
     "Int8BoxLayers",
     "fold_box_layers",
     "int8_box_layers",
+    "quantize_box_layers",
 ]
 
 Pair = tuple[Tensor, Tensor]
@@ -159,6 +160,15 @@ _INT8: weakref.WeakKeyDictionary[EnergyBoxHead, tuple[FoldedBoxLayers, Int8BoxLa
 )
 
 
+def quantize_box_layers(folded: FoldedBoxLayers, *, fused: bool | None = None) -> Int8BoxLayers:
+    """``folded``'s per-box Linear weights in int8, both products of a step, uncached; ``fused`` as for
+    :func:`ltr.ops.int8_matmul.quantize_columns` (None: the fused way where this CPU has it)."""
+    return Int8BoxLayers(
+        tuple(quantize_columns(w, fused=fused) for w in folded.weights_t),
+        tuple(quantize_columns(w, fused=fused) for w in folded.weights),
+    )
+
+
 def int8_box_layers(head: EnergyBoxHead) -> Int8BoxLayers:
     """:func:`fold_box_layers` quantised to int8 (float32 CPU heads only), cached per head.
 
@@ -174,10 +184,7 @@ def int8_box_layers(head: EnergyBoxHead) -> Int8BoxLayers:
             f"BoxScorer: int8 needs a float32 box head on the CPU, got {folded.weights[0].dtype} on "
             f"{folded.weights[0].device}"
         )
-    layers = Int8BoxLayers(
-        tuple(quantize_columns(w) for w in folded.weights_t),
-        tuple(quantize_columns(w) for w in folded.weights),
-    )
+    layers = quantize_box_layers(folded)
     _INT8[head] = (folded, layers)
     return layers
 
