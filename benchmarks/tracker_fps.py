@@ -55,6 +55,7 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from ltr.models.box_score_grad import BOX_BINS
 from ltr.models.tracking import DiMPNet
 from pytracking.parameter.dimp import NAMES, get_parameters
 from pytracking.tracker.dimp import DiMPParams, DiMPTracker, random_network
@@ -367,7 +368,8 @@ def main() -> None:
     box = loaded.net.box_head
     print(
         f"box head: {box.box_fc2.linear.out_features} + {box.box_fc3.linear.out_features} per-box features, "
-        f"maps of {box.box_fc2.linear.in_features // 25} + {box.box_fc3.linear.in_features // 9} channels"
+        f"maps of {box.box_fc2.linear.in_features // BOX_BINS[0] ** 2} + "
+        f"{box.box_fc3.linear.in_features // BOX_BINS[1] ** 2} channels"
         + (
             ""
             if args.box_channels is None
