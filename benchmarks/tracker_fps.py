@@ -3,7 +3,8 @@
 python benchmarks/tracker_fps.py [--param nce_plus|nce_plus_tiny|...] [--device cpu|cuda]
                                  [--geometry setting|dimp50] [--frames 30] [--threads 2] [--runs 1]
                                  [--no-channels-last]
-                                 [--compare-full-maps] [--compare-unfolded] [--compare-no-graph] [--compile]
+                                 [--compare-full-maps] [--compare-unfolded] [--compare-no-graph] [--compare-no-grad]
+                                 [--compile]
                                  [--int8] [--flops] [--profile]
 
 Tracks a generated 640x480 video (a textured square moving over a noise background) with a network of the
@@ -35,7 +36,9 @@ head than the paper's would save, untrained, so nothing about its accuracy.
 times, in the same process and first, the same tracker with the box head's test features on the whole maps
 (``refine_window=None``, what the reference trackers compute) and prints the ratio. ``--compare-no-graph``
 (CUDA) also times, after the main run, the tracker without the refinement's CUDA graph
-(``cuda_graph=False``). ``--profile`` counts the operators (and on CUDA the device kernels and the device's
+(``cuda_graph=False``). ``--compare-no-grad`` also times, alternated with every run, the same tracker with
+``initialize`` and ``track`` under ``torch.no_grad`` instead of ``torch.inference_mode`` (what they ran under
+before 2026-11-23). ``--profile`` counts the operators (and on CUDA the device kernels and the device's
 busy time) per frame with ``torch.profiler``: on a GPU, a frame whose busy time is far below its wall time is
 bound by the host launching kernels. The localisation
 thresholds are opened so that every frame runs refinement and the memory update (the normal state); the filter
@@ -67,6 +70,14 @@ REFERENCE = {  # reference pytracking on the project's 2-core CPU machine (issue
     "dimp50": {"fps": 5.0, "frame_ms": 194.0, "refine_ms": 83.0, "init_s": None},
 }
 STAGES = ("crop", "backbone", "classifier", "localisation", "refinement", "update")
+
+
+class NoGradTracker(DiMPTracker):
+    """The tracker with ``initialize`` and ``track`` under ``torch.no_grad`` instead of
+    ``torch.inference_mode``: ``--compare-no-grad``'s baseline."""
+
+    initialize = torch.no_grad()(DiMPTracker.initialize.__wrapped__)  # type: ignore[attr-defined]
+    track = torch.no_grad()(DiMPTracker.track.__wrapped__)  # type: ignore[attr-defined]
 
 
 def setting_box_widths(params: DiMPParams) -> str:
@@ -142,9 +153,11 @@ class Measure:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def __call__(self, params: DiMPParams) -> tuple[float, float, dict[str, float]]:
+    def __call__(
+        self, params: DiMPParams, tracker_class: type[DiMPTracker] = DiMPTracker
+    ) -> tuple[float, float, dict[str, float]]:
         timer = StageTimer(self.device)
-        tracker = DiMPTracker(self.net, self.geometry, params, timer=timer)
+        tracker = tracker_class(self.net, self.geometry, params, timer=timer)
         frames = self.frames
         # warm-up initialisation (first-call allocations), then the timed one
         tracker.initialize(frames[0], self.init)
@@ -257,6 +270,11 @@ def main() -> None:
         "arithmetic floor of the non-backbone share",
     )
     ap.add_argument(
+        "--compare-no-grad",
+        action="store_true",
+        help="also time the tracker under torch.no_grad instead of inference_mode, alternated with each run",
+    )
+    ap.add_argument(
         "--compare-no-graph",
         action="store_true",
         help="on CUDA, also time the tracker without the refinement's CUDA graph (params.cuda_graph=False, "
@@ -338,18 +356,23 @@ def main() -> None:
         compile_s = time.perf_counter() - start
     # in-process baseline for --int8: the same tracker (compiled if --compile) with float32 heads; --runs
     # alternates the two (this machine's speed drifts within seconds) and keeps each quantity's median
-    float_runs, runs = [], []
+    float_runs, no_grad_runs, runs = [], [], []
     for _ in range(args.runs):
         if args.int8:
             float_runs.append(run(dataclasses.replace(params, int8_heads=False)))
+        if args.compare_no_grad:
+            no_grad_runs.append(run(params, NoGradTracker))
         runs.append(run(params))
     float_heads = median_run(float_runs) if float_runs else None
+    no_grad = median_run(no_grad_runs) if no_grad_runs else None
     graphed = params.refines_in_graph(device.type)
     init_s, frame_ms, stage_ms = median_run(runs)
     if args.runs > 1:
         print(f"{args.runs} runs, ms/frame: " + ", ".join(f"{r[1]:.1f}" for r in runs), end="")
         if float_runs:
             print("; float32 heads: " + ", ".join(f"{r[1]:.1f}" for r in float_runs), end="")
+        if no_grad_runs:
+            print("; under no_grad: " + ", ".join(f"{r[1]:.1f}" for r in no_grad_runs), end="")
         print(" (medians of every quantity below)")
     fps = 1000 / frame_ms
     free_ms = run.free_running(params) if device.type == "cuda" else None
@@ -436,6 +459,16 @@ def main() -> None:
             f"frame {f_frame / frame_ms:.2f}x, "
             f"classifier {f_stage['classifier'] / max(stage_ms['classifier'], 1e-9):.2f}x, refinement "
             f"{f_stage['refinement'] / max(stage_ms['refinement'], 1e-9):.2f}x"
+        )
+    if no_grad is not None:
+        n_frame, n_stage = no_grad[1], no_grad[2]
+        n_other = n_frame - n_stage["backbone"]
+        print(
+            f"against the same tracker under torch.no_grad (not inference_mode), this process: {n_frame:.1f} "
+            f"ms/frame, non-backbone {n_other:.1f} ms (share {n_other / n_frame:.1%}), refinement "
+            f"{n_stage['refinement']:.1f} ms; ratio > 1 = inference_mode is faster: frame {n_frame / frame_ms:.2f}x, "
+            f"non-backbone {n_other / max(frame_ms - stage_ms['backbone'], 1e-9):.2f}x, refinement "
+            f"{n_stage['refinement'] / max(stage_ms['refinement'], 1e-9):.2f}x"
         )
     if eager is not None:
         e_init, e_frame, e_stage = eager

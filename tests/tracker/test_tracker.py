@@ -249,3 +249,29 @@ def test_random_network_takes_network_fields_and_tracks_with_a_narrower_box_head
     boxes = np.stack([tracker.track(f) for f in frames[1:]])
     assert np.isfinite(boxes).all() and (boxes[:, 2:] > 0).all()
     assert not np.allclose(boxes[:, 2:], [24.0, 20.0])  # the narrow head's refinement moved the size
+
+
+def test_tracker_runs_under_inference_mode_with_the_boxes_no_grad_gives():
+    """``initialize`` and ``track`` run under ``torch.inference_mode`` (fewer per-operation checks than
+    ``no_grad``); the boxes are bit for bit those of the same tracker under ``no_grad``
+    (``benchmarks/tracker_fps.py --compare-no-grad``'s baseline)."""
+
+    class NoGradTracker(DiMPTracker):
+        initialize = torch.no_grad()(DiMPTracker.initialize.__wrapped__)
+        track = torch.no_grad()(DiMPTracker.track.__wrapped__)
+
+    loaded = random_network("nce_plus_tiny", crop_size=64)
+    rng = np.random.default_rng(11)
+    frames = [random_frame(rng, 240, 320) for _ in range(6)]
+    opened = {"target_not_found_threshold": -1e9, "distractor_threshold": 1e9, "hard_negative_threshold": 1e9}
+    params = DiMPParams(train_setting="nce_plus_tiny", train_skipping=2, **opened)
+    runs = []
+    for cls in (DiMPTracker, NoGradTracker):
+        tracker = cls(loaded.net, loaded.geometry, params)
+        tracker.initialize(frames[0], [140.0, 100.0, 24.0, 20.0])
+        runs.append((np.stack([tracker.track(f) for f in frames[1:]]), tracker))
+    (boxes, inference), (boxes_no_grad, plain) = runs
+    assert inference.centre.is_inference() and inference.filter.is_inference()
+    assert not plain.centre.is_inference()
+    assert not np.allclose(boxes[-1], boxes[0])  # the boxes moved: the comparison is not of constants
+    np.testing.assert_array_equal(boxes, boxes_no_grad)
