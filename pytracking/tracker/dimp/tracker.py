@@ -16,9 +16,10 @@ every frame and is kept only on hard negatives). Otherwise (the default on a CPU
 the state is read once and the frame skips the work it does not need. The refinement window is placed on the
 device and sized from the host box; the refinement scores boxes and takes their gradients in closed form
 (:class:`ltr.models.box_score_grad.BoxScorer`, no autograd, no host reads). Everything runs under
-``torch.inference_mode`` with the weights frozen (it skips autograd's per-operation bookkeeping, which
-``torch.no_grad`` keeps: about 1 ms of a CPU frame's small operations); the tracker's state tensors are
-inference tensors, to be changed in place only under ``torch.inference_mode``.
+``torch.inference_mode`` with the weights frozen: it skips the per-operation autograd bookkeeping that
+``torch.no_grad`` keeps (up to about 1 ms of a CPU frame of small operations; ``benchmarks/tracker_fps.py
+--compare-no-grad``). The tracker's state tensors are therefore inference tensors, to be changed in place
+only under ``torch.inference_mode``.
 
 CUDA graph (``params.cuda_graph``, on by default on CUDA): the refinement is recorded once per tracker and
 replayed every frame (:mod:`.graphs`), on the whole maps (a graph needs fixed shapes), with the candidates'
