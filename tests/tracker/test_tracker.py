@@ -1,5 +1,8 @@
 """The tracker on a tiny random-weight network: API, frame layouts, hard boxes, refinement switch, fuzz."""
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -251,15 +254,20 @@ def test_random_network_takes_network_fields_and_tracks_with_a_narrower_box_head
     assert not np.allclose(boxes[:, 2:], [24.0, 20.0])  # the narrow head's refinement moved the size
 
 
+def _tracker_fps_module():
+    """``benchmarks/tracker_fps.py`` as a module (the benchmarks are scripts, not a package)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "tracker_fps.py"
+    spec = importlib.util.spec_from_file_location("_benchmark_tracker_fps", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_tracker_runs_under_inference_mode_with_the_boxes_no_grad_gives():
     """``initialize`` and ``track`` run under ``torch.inference_mode`` (fewer per-operation checks than
-    ``no_grad``); the boxes are bit for bit those of the same tracker under ``no_grad``
-    (``benchmarks/tracker_fps.py --compare-no-grad``'s baseline)."""
-
-    class NoGradTracker(DiMPTracker):
-        initialize = torch.no_grad()(DiMPTracker.initialize.__wrapped__)
-        track = torch.no_grad()(DiMPTracker.track.__wrapped__)
-
+    ``no_grad``); the boxes are bit for bit those of the same tracker under ``no_grad``, the baseline that
+    ``benchmarks/tracker_fps.py --compare-no-grad`` times (its ``NoGradTracker``)."""
+    NoGradTracker = _tracker_fps_module().NoGradTracker
     loaded = random_network("nce_plus_tiny", crop_size=64)
     rng = np.random.default_rng(11)
     frames = [random_frame(rng, 240, 320) for _ in range(6)]
