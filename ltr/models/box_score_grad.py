@@ -27,6 +27,7 @@ scores agree with ``score_modulated`` to rounding (float32: about 1e-6 relative)
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 from typing import NamedTuple
@@ -205,8 +206,9 @@ class _Geometry(NamedTuple):
 class BoxScorer:
     """f(x, y) of :meth:`EnergyBoxHead.score_modulated` for one image, with its exact box gradient.
 
-    Built once per frame; calling it costs a fixed number of batched operations, none through autograd and
-    none reading values on the host, on any device. It keeps no state between calls.
+    Built once per frame; calling it costs a fixed number of batched operations, none through autograd, and
+    reads no value on the host off the CPU (on a CPU: see ``restrict_cells`` and ``int8``). It keeps no state
+    between calls.
 
     Args:
         head: the box head, in eval mode (BatchNorm is folded into the Linear layers, cached per head).
@@ -218,6 +220,9 @@ class BoxScorer:
             about 1% quantisation noise, the scores and box gradients a few percent of their norms (the
             score is a sum of terms much larger than itself); the pooling stays float32. Each int8 product
             checks its input for non-finite values with one host read (free on a CPU).
+        restrict_cells: run the pooling products over the cells the boxes weigh on only (:meth:`_cells`),
+            with one host read per call; None (default): on a CPU, where the read is free. The same numbers up
+            to the products' rounding (sums without the zero terms).
 
     Call: ``scorer(boxes_xywh)`` with boxes (1, S, 4) xywh image pixels -> (scores (1, S) in the features'
     dtype, gradients d score / d boxes (1, S, 4) in the boxes' dtype). :meth:`score` gives the scores only.
@@ -232,6 +237,7 @@ class BoxScorer:
         strides: tuple[float, float] | None = None,
         *,
         int8: bool = False,
+        restrict_cells: bool | None = None,
     ) -> None:
         folded = fold_box_layers(head)
         if len(modulated) != 2 or any(not isinstance(f, Tensor) or f.dim() != 4 for f in modulated):
@@ -265,13 +271,12 @@ class BoxScorer:
             self.int8 = int8_box_layers(head)
         self.dtype, self.folded = dtype, folded
         self.shapes = [tuple(f.shape[1:]) for f in modulated]  # (C, H, W) per level
-        # Two layouts of each (C, H, W) map, so that every pooling product is a plain or batched matrix
-        # product with the channels last: with them in the middle, the batched products ran at a fraction
-        # of the BLAS speed (one-off timing at DiMP-50's window, 10 boxes, 2 threads: 0.81 -> 0.51 ms for
-        # one step's pooling products)
+        # Each (C, H, W) map as (W, H * C), so that every pooling product is a plain or batched matrix product
+        # with the channels last (with them in the middle, the batched products ran at a fraction of the BLAS
+        # speed), and the cells of a range of columns and rows are a strided matrix (no copy)
         maps = [f[0].detach() for f in modulated]
         self.maps_whc = [m.permute(2, 1, 0).reshape(m.shape[2], -1).contiguous() for m in maps]  # (W, H * C)
-        self.maps_hcw = [m.permute(1, 0, 2).reshape(m.shape[1], -1).contiguous() for m in maps]  # (H, C * W)
+        self.restrict = device.type == "cpu" if restrict_cells is None else bool(restrict_cells)
         wide = torch.float32 if device.type == "mps" else torch.float64
         self.wide = wide
 
@@ -325,28 +330,68 @@ class BoxScorer:
         factor = self.edge_scale[:-1] * valid.to(self.wide) / safe
         return _Geometry(weights, 1.0 - u.abs(), inverse, factor)  # k = K' = 1 - |clamp(t, -1, 1)|
 
+    def _cells(self, xyxy: Tensor) -> list[tuple[slice, slice]]:
+        """Per level, the (columns, rows) of the grid that some box's bins weigh on, as slices.
+
+        A bin's weights over cell j are non-zero only for e_near - 1 < j < e_far + 1 (the tent's support), so
+        a box reads cells floor(start) .. ceil(start + length). On a CPU those cells are read on the host (one
+        read per call) and the products run over them only: the boxes of one refinement cover a fraction of
+        the window. Elsewhere (no host reads) and for non-finite boxes: the whole maps.
+        """
+        full = [(slice(0, width), slice(0, height)) for _, height, width in self.shapes]
+        if not self.restrict or xyxy.shape[0] == 0:
+            return full
+        corners = xyxy.to(self.wide)
+        # (level, axis) start / end on each level's grid, over all boxes; length clamped at 0 as _geometry
+        scale = torch.stack([self.edge_scale[0], self.edge_scale[-1]])[:, None]  # (2 levels, 1)
+        low = corners[:, :2].amin(0) * scale  # (level, axis)
+        high = torch.maximum(corners[:, 2:], corners[:, :2]).amax(0) * scale
+        bounds = torch.stack([low.floor(), high.ceil()], dim=-1).tolist()  # (level, axis, 2)
+        cells = []
+        for (_, height, width), level in zip(self.shapes, bounds, strict=True):
+            pair = []
+            for (lo, hi), size in zip(level, (width, height), strict=True):
+                if not (math.isfinite(lo) and math.isfinite(hi)):
+                    pair.append(slice(0, size))
+                    continue
+                first = min(max(int(lo), 0), size - 1)
+                pair.append(slice(first, min(max(int(hi), first), size - 1) + 1))
+            cells.append((pair[0], pair[1]))
+        return cells
+
     def _forward(self, xyxy: Tensor, tents: bool):
-        """Geometry, per level (column products (S * P, H, C), row weights (S, Q, H)), hidden (S, O2 + O3)."""
+        """Geometry, cells (:meth:`_cells`), per level (column products (S * P, h, C), row weights (S, Q, h),
+        the map's cells (w, h * C)) over those cells, hidden (S, O2 + O3)."""
         geo = self._geometry(xyxy, tents)
         weights = geo.weights.to(self.dtype)
+        cells = self._cells(xyxy)
         s = xyxy.shape[0]
         saved, hidden = [], []
-        for level, ((channels, height, width), rows, maps_whc, weight_t, bias) in enumerate(
-            zip(self.shapes, self.rows, self.maps_whc, self.folded.weights_t, self.folded.biases, strict=True)
+        for level, ((channels, _, _), (xs, ys), rows, maps_whc, weight_t, bias) in enumerate(
+            zip(
+                self.shapes,
+                cells,
+                self.rows,
+                self.maps_whc,
+                self.folded.weights_t,
+                self.folded.biases,
+                strict=True,
+            )
         ):
-            wx, wy = weights[0, :, rows, :width], weights[1, :, rows, :height]  # (S, P, W), (S, Q, H)
-            bins = wx.shape[1]
+            wx, wy = weights[0, :, rows, xs], weights[1, :, rows, ys]  # (S, P, w), (S, Q, h)
+            bins, width, height = wx.shape[1], wx.shape[2], wy.shape[2]
+            maps = maps_whc[xs, ys.start * channels : ys.stop * channels]  # (w, h * C), a strided view
             # cols[s, p, h, c] = sum_w wx[s, p, w] F[c, h, w]
             # pooled[s, p, q, c] = sum_h wy[s, q, h] cols[s, p, h, c]
-            cols = torch.mm(wx.reshape(s * bins, width), maps_whc).view(s * bins, height, channels)
+            cols = torch.mm(wx.reshape(s * bins, width), maps).view(s * bins, height, channels)
             wy_each = wy[:, None].expand(s, bins, bins, height).reshape(s * bins, bins, height)  # per (s, p)
             pooled = torch.bmm(wy_each, cols).view(s, weight_t.shape[0])  # (S, P * Q * C)
             if self.int8 is None:
                 hidden.append(torch.addmm(bias, pooled, weight_t))  # (S, O)
             else:
                 hidden.append(int8_mm(pooled, self.int8.forward[level]).add_(bias))
-            saved.append((cols, wy))
-        return geo, saved, torch.cat(hidden, dim=1)
+            saved.append((cols, wy_each, maps))
+        return geo, cells, saved, torch.cat(hidden, dim=1)
 
     def _predict(self, hidden: Tensor) -> Tensor:
         """Scores (S,) from the pre-ReLU activations (S, O2 + O3)."""
@@ -357,37 +402,38 @@ class BoxScorer:
         """Scores (1, S) of boxes (1, S, 4) xywh image pixels, forward only."""
         xyxy = self._xyxy(boxes_xywh)
         with torch.no_grad():
-            _, _, hidden = self._forward(xyxy, tents=False)
+            *_, hidden = self._forward(xyxy, tents=False)
             return self._predict(hidden)[None]
 
     def __call__(self, boxes_xywh: Tensor) -> tuple[Tensor, Tensor]:
         """(scores (1, S), d scores / d boxes_xywh (1, S, 4)) for boxes (1, S, 4) xywh image pixels."""
         xyxy = self._xyxy(boxes_xywh)
         with torch.no_grad():
-            geo, saved, hidden = self._forward(xyxy, tents=True)
+            geo, cells, saved, hidden = self._forward(xyxy, tents=True)
             scores = self._predict(hidden)
             grad_hidden = self.folded.predictor * (hidden > 0).to(hidden.dtype)  # relu'(0) = 0, as autograd
             s = xyxy.shape[0]
             grad_w = torch.zeros(geo.weights.shape, dtype=self.dtype, device=hidden.device)  # d f / d weights
             first = 0
-            for level, ((channels, height, width), rows, maps_hcw, weight, (cols, wy)) in enumerate(
-                zip(self.shapes, self.rows, self.maps_hcw, self.folded.weights, saved, strict=True)
+            for level, ((channels, _, _), (xs, ys), rows, weight, (cols, wy_each, maps)) in enumerate(
+                zip(self.shapes, cells, self.rows, self.folded.weights, saved, strict=True)
             ):
                 out = weight.shape[0]
-                bins = wy.shape[1]
-                # d f / d pooled (S, P * Q * C), then onto the row weights through the column products and
-                # onto the column weights through the row products rows_w[s, q, c, w] = sum_h wy F[c, h, w]
+                bins, height = wy_each.shape[1:]
+                # d f / d pooled (S * P, Q, C), then onto the row weights through the column products and onto
+                # the column weights through g[s, p, h, c] = sum_q wy[s, q, h] d f / d pooled[s, p, q, c]
                 part = grad_hidden[:, first : first + out]
                 if self.int8 is None:
                     grad = torch.mm(part, weight)
                 else:
                     grad = int8_mm(part, self.int8.backward[level])
                 first += out
-                per_bin = torch.bmm(grad.view(s * bins, bins, channels), cols.transpose(1, 2))  # (S P, Q, H)
-                grad_w[1, :, rows, :height] = per_bin.view(s, bins, bins, height).sum(1)
-                rows_w = torch.mm(wy.reshape(s * bins, height), maps_hcw).view(s, bins * channels, width)
-                per_col = grad.view(s, bins, bins * channels)  # (S, P, Q * C)
-                grad_w[0, :, rows, :width] = torch.bmm(per_col, rows_w)  # (S, P, W)
+                grad = grad.view(s * bins, bins, channels)
+                per_bin = torch.bmm(grad, cols.transpose(1, 2))  # (S P, Q, h)
+                grad_w[1, :, rows, ys] = per_bin.view(s, bins, bins, height).sum(1)
+                through_rows = torch.bmm(wy_each.transpose(1, 2), grad)  # (S P, h, C)
+                per_col = torch.mm(through_rows.view(s * bins, height * channels), maps.t())  # (S P, w)
+                grad_w[0, :, rows, xs] = per_col.view(s, bins, maps.shape[0])
             grad = self._box_grad(grad_w.to(self.wide), geo)
             return scores[None], grad.to(boxes_xywh.dtype)[None]
 

@@ -227,6 +227,62 @@ def test_cuda_matches_autograd(dtype):
     )
 
 
+# clusters of boxes (xywh, over the maps of _maps: layer2 13 x 11 cells at stride 8), as one refinement's
+# candidates are: inside, over the left and the bottom edge, beyond the right edge, with an empty one
+CLUSTERS = [
+    [[20.0, 30.0, 14.0, 18.0], [22.5, 27.0, 10.0, 21.0], [18.1, 33.3, 16.0, 12.0]],
+    [[-6.0, 70.0, 20.0, 40.0], [-3.0, 74.0, 16.0, 35.5]],
+    [[95.0, 10.0, 12.0, 9.0], [99.0, 12.0, 8.0, 8.0]],
+    [[40.0, 48.0, 0.0, 16.0], [41.0, 50.0, 12.0, 10.0], [39.0, 47.0, 13.0, -2.0]],
+]
+
+
+@pytest.mark.parametrize("cluster", range(len(CLUSTERS)))
+def test_products_over_the_boxes_cells_only_give_the_whole_maps_numbers(cluster):
+    head, maps = _head(torch.float64, 14), _maps(torch.float64, 24)
+    boxes = torch.tensor([CLUSTERS[cluster]], dtype=torch.float64)
+    restricted, whole = BoxScorer(head, maps), BoxScorer(head, maps, restrict_cells=False)
+    assert restricted.restrict and not whole.restrict  # on a CPU, restricted by default
+    cells = restricted._cells(restricted._xyxy(boxes))
+    (_, h2, w2), (_, h3, w3) = restricted.shapes
+    # the products run over fewer cells than the maps have...
+    assert all(
+        xs.stop - xs.start < w and ys.stop - ys.start < h for (xs, ys), w, h in zip(cells, (w2, w3), (h2, h3))
+    )
+    # ...and no bin weighs on a cell outside them (the bins' weights and tents of the gradient)
+    geo = restricted._geometry(restricted._xyxy(boxes), tents=True)
+    for (xs, ys), rows, (_, height, width) in zip(cells, restricted.rows, restricted.shapes, strict=True):
+        for axis, (kept, size) in enumerate(((xs, width), (ys, height))):
+            outside = torch.ones(geo.weights.shape[-1], dtype=torch.bool)
+            outside[kept] = False
+            outside[size:] = False
+            assert (geo.weights[axis, :, rows][..., outside] == 0).all()
+            edges = slice(rows.start, rows.stop + 1)
+            assert (geo.tents[axis, :, edges][..., outside] == 0).all()
+    scores, grad = restricted(boxes)
+    whole_scores, whole_grad = whole(boxes)
+    expected_scores, expected_grad = _autograd(head, maps, boxes)
+    torch.testing.assert_close(scores, whole_scores, rtol=1e-13, atol=1e-13)
+    torch.testing.assert_close(grad, whole_grad, rtol=1e-12, atol=1e-13)
+    torch.testing.assert_close(scores, expected_scores, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(restricted.score(boxes), expected_scores, rtol=1e-12, atol=1e-12)
+
+
+def test_a_non_finite_coordinate_makes_the_products_run_over_that_axis_whole():
+    head, maps = _head(torch.float64, 15), _maps(torch.float64, 25)
+    boxes = torch.tensor([[[20.0, 30.0, 14.0, 18.0], [float("nan"), 30.0, 14.0, 18.0]]], dtype=torch.float64)
+    scorer = BoxScorer(head, maps)
+    cells = scorer._cells(scorer._xyxy(boxes))
+    # the NaN is in x: all columns; the rows stay restricted to the boxes'
+    assert [(xs.stop - xs.start, ys.stop - ys.start) for xs, ys in cells] == [(11, 4), (6, 3)]
+    scores, grad = scorer(boxes)
+    whole_scores, whole_grad = BoxScorer(head, maps, restrict_cells=False)(boxes)
+    torch.testing.assert_close(scores, whole_scores, rtol=1e-13, atol=1e-13, equal_nan=True)
+    torch.testing.assert_close(grad, whole_grad, rtol=1e-12, atol=1e-13, equal_nan=True)
+    assert torch.isfinite(scores[0, 0]) and torch.isnan(scores[0, 1])
+
+
 def test_no_boxes():
     head, maps = _head(torch.float64, 12), _maps(torch.float64, 22)
     scores, grad = BoxScorer(head, maps)(torch.zeros(1, 0, 4, dtype=torch.float64))
@@ -243,7 +299,7 @@ def test_no_host_reads():
     bounds = torch.tensor([0.0, -float("inf"), 80.0, 96.0])
     fold_box_layers(head)  # the per-head fold (once per network) is not part of a frame
     with HostReads() as reads:
-        scorer = BoxScorer(head, maps)
+        scorer = BoxScorer(head, maps, restrict_cells=False)  # the restriction reads the cells on the host
         chain = RelBoxes(start, bounds)
         corners, size = chain.corners(torch.zeros_like(start))
         scores, grad = scorer(chain.clipped(corners, size))

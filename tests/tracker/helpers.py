@@ -50,3 +50,15 @@ def tiny_tracker(**params) -> DiMPTracker:
 def random_frame(rng: np.random.Generator, height: int, width: int, channels: int | None = 3) -> np.ndarray:
     shape = (height, width) if channels is None else (height, width, channels)
     return rng.integers(0, 256, shape, dtype=np.uint8)
+
+
+def whole_map_products(monkeypatch) -> None:
+    """Make the tracker's box scorers run their pooling products over the whole maps, as the graphed and
+    sync-free paths do: on a CPU the eager path otherwise restricts them to the cells the boxes read (one
+    host read per scorer call, and sums that differ from the whole maps' by rounding)."""
+    from pytracking.tracker.dimp import tracker as tracker_module
+
+    original = tracker_module.BoxScorer
+    monkeypatch.setattr(
+        tracker_module, "BoxScorer", lambda *a, **k: original(*a, **{**k, "restrict_cells": False})
+    )

@@ -8,7 +8,7 @@ import torch
 from pytracking.tracker.dimp import DiMPParams, DiMPTracker, random_network
 from pytracking.tracker.dimp.localize import HARD_NEGATIVE, NORMAL, NOT_FOUND, UNCERTAIN
 from pytracking.tracker.host_reads import HostReads
-from tests.tracker.helpers import random_frame
+from tests.tracker.helpers import random_frame, whole_map_products
 
 OUTPUT_READ = ["cpu", "numpy"]  # self._box().double().cpu().numpy()
 
@@ -83,8 +83,9 @@ THRESHOLDS = [
 ]
 
 
-def test_sync_free_frames_read_only_the_output_box_and_match_the_branching_path(scene):
+def test_sync_free_frames_read_only_the_output_box_and_match_the_branching_path(scene, monkeypatch):
     loaded, frames, init = scene
+    whole_map_products(monkeypatch)  # as the sync-free path: the same sums, and no host read per scorer call
     seen = set()
     for thresholds in THRESHOLDS:
         common = {"train_skipping": 3, **thresholds}  # filter optimisations on several frames

@@ -200,8 +200,14 @@ class DiMPTracker:
             shift = torch.zeros(4, device=self.device)
         # any memory layout: BoxScorer copies each map into the two layouts its pooling products take
         modulated = tuple(head.modulate(modulation, test))
-        # the head must be in eval mode; with int8 heads the ascent's per-box Linear products are int8 too
-        scorer = BoxScorer(head, modulated, int8=self._int8 is not None and self._int8.box_layers)
+        # the head must be in eval mode; with int8 heads the ascent's per-box Linear products are int8 too. The
+        # graphed and sync-free paths read nothing on the host, so their products run over the whole maps
+        scorer = BoxScorer(
+            head,
+            modulated,
+            int8=self._int8 is not None and self._int8.box_layers,
+            restrict_cells=False if self.graphed or self.sync_free else None,
+        )
 
         def score_fn(boxes: Tensor) -> Tensor:
             return scorer.score(boxes - shift)
