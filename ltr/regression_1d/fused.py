@@ -12,28 +12,21 @@ ML-MCMC. DSM and SM need second (third) derivatives: :mod:`ltr.regression_1d.fus
 from the same C++ prelude with :func:`compile_library`.
 
 Backward recomputes the forward activations instead of storing them (nothing but the inputs is saved).
-The kernel is plain C++ (no PyTorch headers, so it compiles in about a second): it is built on first use with
-the system's ``c++`` into a per-user cache directory ($LTR_KERNEL_CACHE or ~/.cache/ebmtrack) and called
-through ctypes with the tensors' data pointers. :func:`available` says whether it could be built.
+The kernel is plain C++ (no PyTorch headers, so it compiles in about a second): it is built on first use
+(:func:`ltr.ops.cpp_kernel.compile_library`) and called through ctypes with the tensors' data pointers.
+:func:`available` says whether it could be built.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
-import os
-import platform
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Callable
-from pathlib import Path
 
 import torch
 from torch import Tensor
 
 from ltr.models.toy1d import HIDDEN, Toy1DEnsemble
+from ltr.ops.cpp_kernel import compile_library, loads
 
 #: Shared C++ prelude of the 1D kernels: the layer width H, the lane block B, tanh, the parameter block
 #: of one member and the zero-padded block load.
@@ -328,71 +321,6 @@ extern "C" void ltr_fused_backward(int64_t R, int64_t N, int64_t S, const float*
 )
 
 
-# Not -ffast-math: with it GCC links crtfastmath.o into the shared object, and loading the library then sets
-# flush-to-zero / denormals-are-zero for the whole process (torch and numpy included; hypothesis caught it:
-# the smallest subnormal became 0). The flags below allow the same vectorised reductions without touching the
-# floating-point environment.
-_FLAGS = [
-    "-O3",
-    "-march=native",
-    "-fno-math-errno",
-    "-fno-trapping-math",
-    "-fno-signed-zeros",
-    "-fassociative-math",
-    "-freciprocal-math",
-    "-fopenmp-simd",
-    "-fPIC",
-    "-shared",
-    "-std=c++17",
-]
-
-
-def _cpu_key() -> str:
-    """The CPU's feature flags: -march=native code must not be loaded on a different CPU sharing the cache."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return line
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def _cache_dir() -> Path:
-    root = os.environ.get("LTR_KERNEL_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "ebmtrack"
-
-
-@functools.cache
-def compile_library(stem: str, source: str) -> ctypes.CDLL:
-    """Compile ``source`` (once per source/flags/machine, cached on disk as ``<stem>_<hash>.so``) and load it.
-
-    Raises RuntimeError with the compiler's message if no compiler is found or the build fails.
-    """
-    key = hashlib.sha256((source + " ".join(_FLAGS) + platform.machine() + _cpu_key()).encode()).hexdigest()[
-        :16
-    ]
-    lib_path = _cache_dir() / f"{stem}_{key}.so"
-    if not lib_path.is_file():
-        compiler = shutil.which(os.environ.get("CXX", "c++"))
-        if compiler is None:
-            raise RuntimeError(f"no C++ compiler found (set CXX) to build the 1D kernel {stem}")
-        lib_path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=lib_path.parent) as tmp:
-            src = Path(tmp) / f"{stem}.cpp"
-            src.write_text(source)
-            out = Path(tmp) / lib_path.name
-            proc = subprocess.run(
-                [compiler, *_FLAGS, str(src), "-o", str(out)], capture_output=True, text=True
-            )
-            if proc.returncode != 0:
-                raise RuntimeError(
-                    f"building the 1D kernel {stem} failed ({compiler}):\n{proc.stderr[-2000:]}"
-                )
-            os.replace(out, lib_path)
-    return ctypes.CDLL(str(lib_path))
-
-
 @functools.cache
 def _library() -> ctypes.CDLL:
     """The first-derivative kernel library, with its entry points' signatures set."""
@@ -403,15 +331,6 @@ def _library() -> ctypes.CDLL:
     lib.ltr_fused_backward.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
     lib.ltr_fused_backward.restype = None
     return lib
-
-
-def loads(library: Callable[[], ctypes.CDLL]) -> bool:
-    """Whether ``library()`` (a kernel module's cached build-and-load function) succeeds here."""
-    try:
-        library()
-    except (RuntimeError, OSError):
-        return False
-    return True
 
 
 @functools.cache
