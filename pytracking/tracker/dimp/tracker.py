@@ -46,6 +46,7 @@ from ltr.data.crop import crop_region
 from ltr.models.box_score_grad import BoxScorer, BoxValueAndGrad
 from ltr.models.target_classifier import apply_filter, score_cell_to_pixel
 from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
+from ltr.ops import box_pool_kernel
 from ltr.ops.int8_conv import int8_available
 from pytracking.tracker.dimp.augment import augmented_samples, feature_dropout
 from pytracking.tracker.dimp.compiled import compiled_stage
@@ -133,6 +134,8 @@ class DiMPTracker:
                     RuntimeWarning,
                     stacklevel=2,
                 )
+        if self.device.type == "cpu" and params.refine:
+            box_pool_kernel.available()  # builds the refinement's pooling kernel (once, cached) before frame 1
         self.frame_num = 0
         #: tensors of the last frame for visualisation (scores, state, refinement boxes in image pixels)
         self.debug_info: dict[str, Any] = {}
