@@ -284,7 +284,7 @@ class BoxScorer:
         # with the channels last (with them in the middle, the batched products ran at a fraction of the BLAS
         # speed), and the cells of a range of columns and rows are a strided matrix (no copy)
         maps = [f[0].detach() for f in modulated]
-        self.maps_whc = [m.permute(2, 1, 0).reshape(m.shape[2], -1).contiguous() for m in maps]  # (W, H * C)
+        self._maps, self._maps_whc = maps, None  # the (W, H * C) copies: made on the PyTorch path's first call
         self.restrict = device.type == "cpu" if restrict_cells is None else bool(restrict_cells)
         applies = device.type == "cpu" and dtype == torch.float32
         if kernel and not applies:
@@ -347,6 +347,13 @@ class BoxScorer:
         safe = torch.where(valid, length[..., :-1], torch.ones_like(bin_length))
         factor = self.edge_scale[:-1] * valid.to(self.wide) / safe
         return _Geometry(weights, 1.0 - u.abs(), inverse, factor)  # k = K' = 1 - |clamp(t, -1, 1)|
+
+    @property
+    def maps_whc(self) -> list[Tensor]:
+        """Each level's map as (W, H * C), contiguous (the PyTorch path's layout; made once)."""
+        if self._maps_whc is None:
+            self._maps_whc = [m.permute(2, 1, 0).reshape(m.shape[2], -1).contiguous() for m in self._maps]
+        return self._maps_whc
 
     def _cells(self, xyxy: Tensor) -> list[tuple[slice, slice]]:
         """Per level, the (columns, rows) of the grid that some box's bins weigh on, as slices.
