@@ -284,7 +284,9 @@ class BoxScorer:
         # with the channels last (with them in the middle, the batched products ran at a fraction of the BLAS
         # speed), and the cells of a range of columns and rows are a strided matrix (no copy)
         maps = [f[0].detach() for f in modulated]
-        self._maps, self._maps_whc = maps, None  # the (W, H * C) copies: made on the PyTorch path's first call
+        self._maps = maps
+        # the (W, H * C) copies, made on the PyTorch path's first call (see maps_whc)
+        self._maps_whc: list[Tensor] | None = None
         self.restrict = device.type == "cpu" if restrict_cells is None else bool(restrict_cells)
         applies = device.type == "cpu" and dtype == torch.float32
         if kernel and not applies:
