@@ -212,6 +212,7 @@ class EnergyBoxHead(nn.Module):
         extent_wh: tuple[float, float],
         *,
         conv2d: Conv2dFn | None = None,
+        host_reads: bool = False,
     ) -> WindowFeatures:
         """Test features computed only where boxes inside ``window_xyxy`` can read them, without host reads.
 
@@ -224,6 +225,8 @@ class EnergyBoxHead(nn.Module):
                 they fix the window's size in cells (shapes must be host numbers).
             conv2d: evaluates the branches' (unpadded) convolutions instead of ``F.conv2d``
                 (:data:`Conv2dFn`).
+            host_reads: read the window's position on the host (one read per level; free on a CPU): a window
+                inside the map is then a view of it, with no gathering and no masking.
 
         Returns:
             :class:`WindowFeatures`: ((N, M2, h2, w2), (N, M3, h3, w3)) test features of a window of the
@@ -272,8 +275,20 @@ class EnergyBoxHead(nn.Module):
                 end = start[k] + n  # exclusive
                 edge = torch.where(end < size, ((end - 1) * stride).double(), math.inf)
                 far[k] = edge if far[k] is None else torch.minimum(far[k], edge)
-            mask = (inside[1][:, None] & inside[0][None, :]).to(feat.dtype)  # (rows, cols)
-            x = _gather_cells(feat, index[1], index[0]) * mask
+            mask: Tensor | None = None
+            if host_reads:
+                col, row = (int(v) for v in start.tolist())
+                top, left = row - halo, col - halo
+                rows, cols = cells[1] + 2 * halo, cells[0] + 2 * halo
+                if top >= 0 and left >= 0 and top + rows <= height and left + cols <= width:
+                    x = feat[:, :, top : top + rows, left : left + cols]  # no cell outside the map: no mask
+                    mask = None
+                else:
+                    mask = (inside[1][:, None] & inside[0][None, :]).to(feat.dtype)
+                    x = _gather_cells(feat, index[1], index[0]) * mask
+            else:
+                mask = (inside[1][:, None] & inside[0][None, :]).to(feat.dtype)  # (rows, cols)
+                x = _gather_cells(feat, index[1], index[0]) * mask
             for block in conv.children():
                 convs = sum(isinstance(m, nn.Conv2d) for m in block.modules())
                 if convs != 1 or not any(isinstance(m, nn.Conv2d) for m in block.children()):
@@ -287,10 +302,12 @@ class EnergyBoxHead(nn.Module):
                     if isinstance(m, nn.Conv2d):
                         trim = m.kernel_size[0] // 2
                         x = (conv2d or _float_conv2d)(m, x, (0, 0))
-                        mask = mask[trim : mask.shape[0] - trim, trim : mask.shape[1] - trim]
+                        if mask is not None:
+                            mask = mask[trim : mask.shape[0] - trim, trim : mask.shape[1] - trim]
                     else:
                         x = m(x)
-                x = x * mask
+                if mask is not None:
+                    x = x * mask
             out.append(x)
         near = torch.where(origin > 0, origin, -math.inf)
         valid = torch.cat([near, torch.stack(far)])

@@ -3,10 +3,10 @@
 The tracker refines boxes by gradient ascent on :meth:`EnergyBoxHead.score_modulated` for one image, ten
 steps over about ten boxes per frame. Through autograd every step costs about 150 small operations besides the
 products (graph bookkeeping, dtype copies); :class:`BoxScorer` computes the same score and its gradient with
-a fixed, short list of batched operations, no autograd and no host synchronisation. On a CPU in float32 the
-pooling and the box gradient run in a C++ kernel (:mod:`ltr.ops.box_pool_kernel`; each bin's cells
-only), which leaves the per-box Linear layers' products to PyTorch: 2.3x per call with int8 layers at DiMP-50's
-window in a one-off A/B.
+a fixed, short list of batched operations, no autograd and no host synchronisation. On a CPU in float32
+the pooling and the box gradient run in a C++ kernel (:mod:`ltr.ops.box_pool_kernel`; each bin's cells
+only), which leaves the per-box Linear layers' products to PyTorch: 2.3x per call with int8 layers at
+DiMP-50's window in a one-off A/B.
 
 The derivation. PrRoIPool (:mod:`ltr.ops.prroi_pool`) pools a bin as ``sum_ij F[c, i, j] wy[q, i] wx[p, j]``
 with ``wx[p, j] = (K(e[p+1] - j) - K(e[p] - j)) / b``: ``K`` the antiderivative of the tent
@@ -421,7 +421,8 @@ class BoxScorer:
         return geo, cells, saved, torch.cat(hidden, dim=1)
 
     def _kernel_pooled(self, xyxy: Tensor) -> list[Tensor] | None:
-        """Per level the pooled bins (S, B * B * C) from the kernel; None without it or for a non-finite box."""
+        """Per level the pooled bins (S, B * B * C) from the kernel; None without it or for a non-finite
+        box."""
         if not self.kernel:
             return None
         pooled = []

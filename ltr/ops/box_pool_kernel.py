@@ -1,19 +1,19 @@
 """PrRoIPool of a few boxes over one feature map, and its box gradient, as a CPU kernel (float32).
 
-The tracker's refinement scores about ten boxes per ascent step with :class:`ltr.models.box_score_grad.BoxScorer`.
-In PyTorch the pooling is dense matrix products over the cells of all boxes plus about a hundred small
-operations for the bins' weights and the box gradient; each bin, though, weighs on only the 3-4 cells per axis
-its tent-smoothed edges touch. This kernel loops over exactly those cells, box by box, with the channels
-innermost (vectorised), and computes the bins' weights and the box gradient in the same pass: a scorer call
-costs two kernel calls per level instead of dozens of operations.
+The tracker's refinement scores about ten boxes per ascent step with
+:class:`ltr.models.box_score_grad.BoxScorer`. In PyTorch the pooling is dense matrix products over the cells
+of all boxes plus about a hundred small operations for the bins' weights and the box gradient; each bin,
+though, weighs on only the 3-4 cells per axis its tent-smoothed edges touch. This kernel loops over exactly
+those cells, box by box, with the channels innermost (vectorised), and computes the bins' weights and the box
+gradient in the same pass: a scorer call costs two kernel calls per level instead of dozens of operations.
 
 The arithmetic is :class:`BoxScorer`'s (see :mod:`ltr.models.box_score_grad` for the derivation): bin edges
 ``e[p] = s + L p / B`` in float64 from the float32 box corners, weights ``(K(e[p+1] - j) - K(e[p] - j)) / b``
 cast to float32 for the products, the box gradient in float64 from the float32 weight gradients. Only the
 products' summation order differs, so the numbers agree to float32 rounding.
 
-Layouts: a map is (H, W, C) float32, contiguous; boxes (S, 4) float32 xyxy in image pixels (the map's origin at
-its first cell); pooled bins (S, B * B * C) in (column p, row q, channel c) order, the order of
+Layouts: a map is (H, W, C) float32, contiguous; boxes (S, 4) float32 xyxy in image pixels (the map's origin
+at its first cell); pooled bins (S, B * B * C) in (column p, row q, channel c) order, the order of
 :class:`ltr.models.box_score_grad.FoldedBoxLayers`' inputs; box gradients (S, 4) float64 as
 d f / d (x, y, w, h) (x moves both edges, w the far one), accumulated over the calls (both levels).
 """
@@ -127,9 +127,10 @@ void column_products(const float* __restrict maps, int64_t width, int64_t channe
   }
 }
 
-// the gradient of one axis' weights (float32, as BoxScorer: cast to float64 here) onto the box start and length
-void axis_gradient(const Axis& a, const std::vector<float>& grad, const std::vector<double>& wide, double scale,
-                   double& d_start, double& d_length) {
+// the gradient of one axis' weights (float32, as BoxScorer: cast to float64 here) onto the box start and
+// length
+void axis_gradient(const Axis& a, const std::vector<float>& grad, const std::vector<double>& wide,
+                   double scale, double& d_start, double& d_length) {
   const int span = a.last - a.first + 1;
   for (int p = 0; p < a.bins; ++p) {
     double upper = 0.0, lower = 0.0, through_weights = 0.0;
@@ -152,7 +153,7 @@ bool finite_boxes(int64_t num_boxes, const float* boxes) {
 }
 }  // namespace
 
-// pooled (S, B, B, C) of boxes (S, 4) xyxy over maps (H, W, C); returns 1 (nothing written) for a non-finite box
+// pooled (S, B, B, C) of boxes (S, 4) xyxy over maps (H, W, C); 1 (nothing written) for a non-finite box
 extern "C" int ltr_box_pool_forward(int64_t num_boxes, const float* boxes, const float* maps, int64_t height,
                                     int64_t width, int64_t channels, double scale, int bins, float* pooled) {
   if (bins < 1 || bins > MAX_BINS || !finite_boxes(num_boxes, boxes)) return 1;
@@ -177,7 +178,7 @@ extern "C" int ltr_box_pool_forward(int64_t num_boxes, const float* boxes, const
         float* __restrict bin = out + (static_cast<int64_t>(p) * bins + q) * channels;
         for (int h = ay.lo[q]; h <= ay.hi[q]; ++h) {
           const float weight = wy[q * yspan + (h - ay.first)];
-          const float* __restrict col = cols.data() + (static_cast<int64_t>(p) * yspan + (h - ay.first)) * channels;
+          const float* __restrict col = cols.data() + (int64_t{p} * yspan + (h - ay.first)) * channels;
 #pragma omp simd
           for (int64_t c = 0; c < channels; ++c) bin[c] += weight * col[c];
         }
@@ -214,7 +215,7 @@ extern "C" int ltr_box_pool_backward(int64_t num_boxes, const float* boxes, cons
         float sum = 0.0f;
         for (int p = 0; p < bins; ++p) {
           const float* __restrict g = gp + (static_cast<int64_t>(p) * bins + q) * channels;
-          const float* __restrict col = cols.data() + (static_cast<int64_t>(p) * yspan + (h - ay.first)) * channels;
+          const float* __restrict col = cols.data() + (int64_t{p} * yspan + (h - ay.first)) * channels;
 #pragma omp simd reduction(+ : sum)
           for (int64_t c = 0; c < channels; ++c) sum += g[c] * col[c];
         }
@@ -229,7 +230,7 @@ extern "C" int ltr_box_pool_backward(int64_t num_boxes, const float* boxes, cons
         const float* __restrict g = gp + (static_cast<int64_t>(p) * bins + q) * channels;
         for (int h = ay.lo[q]; h <= ay.hi[q]; ++h) {
           const float weight = wy[q * yspan + (h - ay.first)];
-          float* __restrict t = through_rows.data() + (static_cast<int64_t>(p) * yspan + (h - ay.first)) * channels;
+          float* __restrict t = through_rows.data() + (int64_t{p} * yspan + (h - ay.first)) * channels;
 #pragma omp simd
           for (int64_t c = 0; c < channels; ++c) t[c] += weight * g[c];
         }
@@ -240,7 +241,7 @@ extern "C" int ltr_box_pool_backward(int64_t num_boxes, const float* boxes, cons
       for (int w = ax.lo[p]; w <= ax.hi[p]; ++w) {
         float sum = 0.0f;
         for (int h = ay.first; h <= ay.last; ++h) {
-          const float* __restrict t = through_rows.data() + (static_cast<int64_t>(p) * yspan + (h - ay.first)) * channels;
+          const float* __restrict t = through_rows.data() + (int64_t{p} * yspan + (h - ay.first)) * channels;
           const float* __restrict f = maps + (static_cast<int64_t>(h) * width + w) * channels;
 #pragma omp simd reduction(+ : sum)
           for (int64_t c = 0; c < channels; ++c) sum += t[c] * f[c];
@@ -292,8 +293,9 @@ def _check(maps_hwc: Tensor, boxes_xyxy: Tensor, bins: int) -> None:
 
 
 def pool_forward(maps_hwc: Tensor, boxes_xyxy: Tensor, scale: float, bins: int) -> Tensor | None:
-    """Pooled bins (S, bins * bins * C) float32, (p, q, c) order, of boxes (S, 4) float32 xyxy image pixels over
-    ``maps_hwc`` (H, W, C) float32 with ``scale`` = 1 / stride; None if a box has a non-finite coordinate."""
+    """Pooled bins (S, bins * bins * C) float32, (p, q, c) order, of boxes (S, 4) float32 xyxy image pixels
+    over ``maps_hwc`` (H, W, C) float32 with ``scale`` = 1 / stride; None if a box has a non-finite
+    coordinate."""
     _check(maps_hwc, boxes_xyxy, bins)
     height, width, channels = maps_hwc.shape
     out = torch.empty(boxes_xyxy.shape[0], bins * bins * channels, dtype=torch.float32)

@@ -14,9 +14,9 @@ Small convolutions (tens of channels) are slower in int8: the per-call quantisat
 dominate.
 
 The input's range is read on the host once per call, which is free on a CPU; the op is CPU-only. A
-non-finite input falls back to the float32 convolution (its range cannot be quantised). A channels_last input
-is quantised by a C++ kernel (:mod:`ltr.ops.quantize_kernel`: 225 -> 66 us for a 512 x 32 x 24 map in a
-one-off timing), any other by :func:`quantize_uint8`.
+non-finite input falls back to the float32 convolution (its range cannot be quantised). A channels_last
+input (or a window of one) is quantised by a C++ kernel (:mod:`ltr.ops.quantize_kernel`: 225 -> 66 us for a
+512 x 32 x 24 map in a one-off timing), any other by :func:`quantize_uint8`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ltr.ops import quantize_kernel
-from ltr.ops.quantize_kernel import quantize_window
 
 __all__ = ["Int8Conv2d", "int8_available", "quantize_symmetric", "quantize_uint8"]
 
@@ -133,8 +132,10 @@ class Int8Conv2d:
                 f"Int8Conv2d: input must be a float32 (N, C, H, W) CPU tensor, got {x.dtype} "
                 f"{tuple(x.shape)} on {x.device}"
             )
-        if x.is_contiguous(memory_format=torch.channels_last) and quantize_kernel.available():
-            quantized = quantize_window(x)  # the same numbers in one read of the range and one of the values
+        if quantize_kernel.rows_of_cells(x) and quantize_kernel.available():
+            quantized = quantize_kernel.quantize_window(
+                x
+            )  # the same numbers in one read of the range and one of the values
         else:
             quantized = quantize_uint8(x)
         if quantized is None:

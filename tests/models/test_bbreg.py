@@ -83,10 +83,11 @@ def _boxes_in(region, count, generator):
     return torch.stack([xs[:, 0], ys[:, 0], xs[:, 1] - xs[:, 0], ys[:, 1] - ys[:, 0]], dim=1)[None]
 
 
-def _window(head, test, window):
+def _window(head, test, window, host_reads=False):
     """The window features for a host (x1, y1, x2, y2), its own extent as the size bound."""
     w = torch.tensor(window, dtype=torch.float64)
-    return head.get_test_features_window(test, w, (window[2] - window[0], window[3] - window[1]))
+    extent = (window[2] - window[0], window[3] - window[1])
+    return head.get_test_features_window(test, w, extent, host_reads=host_reads)
 
 
 @pytest.mark.parametrize(
@@ -100,13 +101,15 @@ def _window(head, test, window):
     ],
 )
 @pytest.mark.parametrize("channels_last", [False, True])
-def test_windowed_test_features_score_exactly_as_the_full_maps(window, channels_last):
+@pytest.mark.parametrize("host_reads", [False, True])
+def test_windowed_test_features_score_exactly_as_the_full_maps(window, channels_last, host_reads):
     head, mod, test = _double_head()
     if channels_last:  # the tracker's layout: the window is gathered as whole channel vectors
         head = head.to(memory_format=torch.channels_last)
         test = tuple(t.contiguous(memory_format=torch.channels_last) for t in test)
     full = head.modulate(mod, head.get_test_features(test))
-    part = _window(head, test, window)
+    # host_reads: a window inside the map (the first case's) is a view of it, the others are gathered
+    part = _window(head, test, window, host_reads)
     assert part.origin[0] % 16 == 0 and part.origin[1] % 16 == 0
     valid = part.valid_xyxy.tolist()
     lo, hi = valid[:2], valid[2:]

@@ -90,3 +90,17 @@ def test_int8_convolution_takes_the_kernel_for_channels_last_inputs():
     with torch.no_grad():
         reference = conv(x)
     assert float((got - reference).norm() / reference.norm()) < 0.02
+
+
+def test_a_view_of_a_map_quantises_as_its_copy():
+    """The refinement window inside the map is a view (rows of whole cells, strided): read in place."""
+    x = _map(5, (1, 24, 12, 14), 0.5)
+    view = x[:, :, 3:10, 2:11]
+    assert quantize_kernel.rows_of_cells(view) and not view.is_contiguous(memory_format=torch.channels_last)
+    assert not quantize_kernel.rows_of_cells(x.contiguous()[:, :, 3:10, 2:11])  # NCHW: channels not innermost
+    assert not quantize_kernel.rows_of_cells(_map(5, (2, 24, 12, 14))[:, :, 3:10, 2:11])  # two images
+    got = quantize_window(view)
+    want = quantize_window(view.contiguous(memory_format=torch.channels_last))
+    assert got[1:] == want[1:] and torch.equal(got[0], want[0])
+    # a window of the view is the same window of the map (the view's cells beyond it would be zeros)
+    assert torch.equal(quantize_window(view, (1, 2, 5, 6))[0], quantize_window(x, (4, 4, 5, 6))[0])

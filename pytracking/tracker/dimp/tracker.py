@@ -135,7 +135,8 @@ class DiMPTracker:
                     stacklevel=2,
                 )
         if self.device.type == "cpu" and params.refine:
-            box_pool_kernel.available()  # builds the refinement's pooling kernel (once, cached) before frame 1
+            # builds the refinement's pooling kernel (once, cached on disk) before the first frame
+            box_pool_kernel.available()
         self.frame_num = 0
         #: tensors of the last frame for visualisation (scores, state, refinement boxes in image pixels)
         self.debug_info: dict[str, Any] = {}
@@ -194,7 +195,9 @@ class DiMPTracker:
         conv2d = None if self._int8 is None else self._int8.conv2d
         bounds = None
         if window is not None:
-            part = head.get_test_features_window(feats, *window, conv2d=conv2d)
+            # the branching path reads the state on the host anyway: the window's position too (a view, no
+            # gathering, when it lies inside the maps)
+            part = head.get_test_features_window(feats, *window, conv2d=conv2d, host_reads=not self.sync_free)
             test = part.feats
             shift = torch.cat([part.origin, part.origin.new_zeros(2)]).float()
             bounds = part.valid_xyxy.float()
@@ -203,8 +206,8 @@ class DiMPTracker:
             shift = torch.zeros(4, device=self.device)
         # any memory layout: BoxScorer copies each map into the two layouts its pooling products take
         modulated = tuple(head.modulate(modulation, test))
-        # the head must be in eval mode; with int8 heads the ascent's per-box Linear products are int8 too. The
-        # graphed and sync-free paths read nothing on the host, so their products run over the whole maps
+        # the head must be in eval mode; with int8 heads the ascent's per-box Linear products are int8 too.
+        # The graphed and sync-free paths read nothing on the host, so their products run over the whole maps
         scorer = BoxScorer(
             head,
             modulated,
