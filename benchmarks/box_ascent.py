@@ -1,7 +1,7 @@
 """Speed of the tracker's box-refinement ascent: autograd through the box head vs the closed-form BoxScorer.
 
     python benchmarks/box_ascent.py [--threads 1 2] [--repeats 30] [--device cpu|cuda] [--setting nce_plus]
-                                    [--cells 29 26 16 14] [--layouts] [--int8]
+                                    [--cells 29 26 16 14] [--layouts] [--int8] [--compare-kernel]
 
 Builds the box head of a DiMP train setting with random weights (``pytracking.tracker.dimp.random_network``,
 SuperDiMP's widths for ``nce_plus``: 256 channels, Linear 6400 -> 256 and 2304 -> 256), modulates random
@@ -16,7 +16,10 @@ the same process:
   chain (``refine.rel_value_and_grad``, ``RelBoxes``; forward-only last step with ``BoxScorer.score``);
 - with ``--int8``, also the closed form with ``BoxScorer(..., int8=True)``: the per-box Linear layers'
   products in int8 (what the tracker runs with ``int8_heads`` on a CPU), and where that takes the fused way
-  (``ltr.ops.int8_matmul``), the plain way as its baseline.
+  (``ltr.ops.int8_matmul``), the plain way as its baseline;
+- with ``--compare-kernel``, also the closed form (and with ``--int8`` its int8 variant) with the pooling and
+  box gradient in PyTorch (``BoxScorer(..., kernel=False)``) instead of the C++ kernel of
+  :mod:`ltr.ops.box_pool_kernel` that a float32 CPU scorer uses by default.
 
 Printed per thread count: median wall ms of one ascent for each path, the ratio autograd / closed form (above
 1.0: the closed form is faster) of the median wall times, of the best wall times (closest to an idle machine)
@@ -60,7 +63,12 @@ def make_problem(setting: str, cells: list[int], device: torch.device):
 
 
 def make_ascents(
-    head, modulated, start: torch.Tensor, bounds: torch.Tensor, int8: bool = False
+    head,
+    modulated,
+    start: torch.Tensor,
+    bounds: torch.Tensor,
+    int8: bool = False,
+    compare_kernel: bool = False,
 ) -> dict[str, Callable[[], torch.Tensor]]:
     """The ascents (autograd, closed form, and with ``int8`` the closed form with int8 Linear products), each
     returning the refined boxes (1, S, 4) xywh."""
@@ -81,8 +89,10 @@ def make_ascents(
     if int8 and fused_mm_available():  # the plain int8 way (torch._int_mm) as the fused way's baseline
         plain = quantize_box_layers(fold_box_layers(head), fused=False)
 
-    def closed_form(int8: bool = False, layers: Int8BoxLayers | None = None) -> torch.Tensor:
-        scorer = BoxScorer(head, modulated, int8=int8)  # once per frame in the tracker: timed
+    def closed_form(
+        int8: bool = False, layers: Int8BoxLayers | None = None, kernel: bool | None = None
+    ) -> torch.Tensor:
+        scorer = BoxScorer(head, modulated, int8=int8, kernel=kernel)  # once per frame in the tracker: timed
         if layers is not None:
             scorer.int8 = layers
         result = gradient_ascent(
@@ -98,6 +108,10 @@ def make_ascents(
         ascents["closed form int8"] = lambda: closed_form(int8=True)
     if plain is not None:
         ascents["closed form int8 plain"] = lambda: closed_form(int8=True, layers=plain)
+    if compare_kernel:
+        ascents["closed form, PyTorch pooling"] = lambda: closed_form(kernel=False)
+        if int8:
+            ascents["closed form int8, PyTorch pooling"] = lambda: closed_form(int8=True, kernel=False)
     return ascents
 
 
@@ -163,12 +177,17 @@ def main() -> None:
         help="also time the closed form with the per-box Linear products in int8 (CPU)",
     )
     parser.add_argument(
+        "--compare-kernel",
+        action="store_true",
+        help="also time the closed form with the pooling in PyTorch instead of the C++ kernel (CPU)",
+    )
+    parser.add_argument(
         "--cells", type=int, nargs=4, default=[29, 26, 16, 14], metavar=("H2", "W2", "H3", "W3")
     )
     args = parser.parse_args()
     device = torch.device(args.device)
     head, modulated, start, bounds = make_problem(args.setting, args.cells, device)
-    ascents = make_ascents(head, modulated, start, bounds, int8=args.int8)
+    ascents = make_ascents(head, modulated, start, bounds, int8=args.int8, compare_kernel=args.compare_kernel)
     print(
         f"box ascent: setting {args.setting}, S={start.shape[1]} boxes, 10 steps, maps "
         f"{tuple(modulated[0].shape[1:])} and {tuple(modulated[1].shape[1:])}, device {device}"
@@ -205,6 +224,19 @@ def main() -> None:
                     f"{plain_med:7.2f} ms (best {plain_best:6.2f}); ratio plain / fused: median "
                     f"{plain_med / int8_med:4.2f}, best {plain_best / int8_best:4.2f}, process CPU "
                     f"{plain_cpu / int8_cpu:4.2f}"
+                )
+            for variant in ("", " int8"):
+                name = f"closed form{variant}, PyTorch pooling"
+                if name not in stats:
+                    continue
+                kernel_med, kernel_best, kernel_cpu = stats[f"closed form{variant}"]
+                torch_med, torch_best, torch_cpu = stats[name]
+                diff = (results[name] - results[f"closed form{variant}"]).abs().max().item()
+                print(
+                    f"  closed form{variant} with the pooling in PyTorch: {torch_med:7.2f} ms (best "
+                    f"{torch_best:6.2f}); ratio PyTorch / C++ kernel: median {torch_med / kernel_med:4.2f}, "
+                    f"best {torch_best / kernel_best:4.2f}, process CPU {torch_cpu / kernel_cpu:4.2f}; max box "
+                    f"difference {diff:.2e} px"
                 )
             if args.layouts:
                 time_layouts(head, start.shape[1], 10 * args.repeats)

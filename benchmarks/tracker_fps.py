@@ -4,6 +4,7 @@ python benchmarks/tracker_fps.py [--param nce_plus|nce_plus_tiny|...] [--device 
                                  [--geometry setting|dimp50] [--frames 30] [--threads 2] [--runs 1]
                                  [--no-channels-last]
                                  [--compare-full-maps] [--compare-unfolded] [--compare-no-graph] [--compare-no-grad]
+                                 [--compare-no-kernels]
                                  [--compile]
                                  [--int8] [--flops] [--profile]
 
@@ -38,7 +39,9 @@ times, in the same process and first, the same tracker with the box head's test 
 (CUDA) also times, after the main run, the tracker without the refinement's CUDA graph
 (``cuda_graph=False``). ``--compare-no-grad`` also times, alternated with every run, the same tracker with
 ``initialize`` and ``track`` under ``torch.no_grad`` instead of ``torch.inference_mode`` (what they ran under
-before 2026-11-23). ``--profile`` counts the operators (and on CUDA the device kernels and the device's
+before 2026-11-23). ``--compare-no-kernels`` also times, alternated with every run, the same tracker with
+the CPU's C++ kernels switched off (the box pooling of :mod:`ltr.ops.box_pool_kernel` and the int8 input
+quantisation of :mod:`ltr.ops.quantize_kernel`), i.e. their PyTorch paths. ``--profile`` counts the operators (and on CUDA the device kernels and the device's
 busy time) per frame with ``torch.profiler``: on a GPU, a frame whose busy time is far below its wall time is
 bound by the host launching kernels. The localisation
 thresholds are opened so that every frame runs refinement and the memory update (the normal state); the filter
@@ -60,6 +63,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ltr.models.box_score_grad import BOX_BINS
 from ltr.models.tracking import DiMPNet
+from ltr.ops import box_pool_kernel, quantize_kernel
 from pytracking.parameter.dimp import NAMES, get_parameters
 from pytracking.tracker.dimp import DiMPParams, DiMPTracker, random_network
 from pytracking.tracker.dimp.params import Geometry
@@ -70,6 +74,17 @@ REFERENCE = {  # reference pytracking on the project's 2-core CPU machine (issue
     "dimp50": {"fps": 5.0, "frame_ms": 194.0, "refine_ms": 83.0, "init_s": None},
 }
 STAGES = ("crop", "backbone", "classifier", "localisation", "refinement", "update")
+
+
+@contextmanager
+def kernels_off() -> Iterator[None]:
+    """The C++ kernels reported unavailable (their callers take the PyTorch paths) while in the block."""
+    saved = box_pool_kernel.available, quantize_kernel.available
+    box_pool_kernel.available = quantize_kernel.available = lambda: False
+    try:
+        yield
+    finally:
+        box_pool_kernel.available, quantize_kernel.available = saved
 
 
 class NoGradTracker(DiMPTracker):
@@ -275,6 +290,12 @@ def main() -> None:
         help="also time the tracker under torch.no_grad instead of inference_mode, alternated with each run",
     )
     ap.add_argument(
+        "--compare-no-kernels",
+        action="store_true",
+        help="also time the tracker with the C++ kernels off (box pooling, int8 quantisation; their PyTorch "
+        "paths), alternated with each run",
+    )
+    ap.add_argument(
         "--compare-no-graph",
         action="store_true",
         help="on CUDA, also time the tracker without the refinement's CUDA graph (params.cuda_graph=False, "
@@ -356,23 +377,36 @@ def main() -> None:
         compile_s = time.perf_counter() - start
     # in-process baseline for --int8: the same tracker (compiled if --compile) with float32 heads; --runs
     # alternates the two (this machine's speed drifts within seconds) and keeps each quantity's median
-    float_runs, no_grad_runs, runs = [], [], []
+    float_runs, no_grad_runs, no_kernel_runs, runs = [], [], [], []
     for _ in range(args.runs):
         if args.int8:
             float_runs.append(run(dataclasses.replace(params, int8_heads=False)))
         if args.compare_no_grad:
             no_grad_runs.append(run(params, NoGradTracker))
+        if args.compare_no_kernels:
+            with kernels_off():
+                no_kernel_runs.append(run(params))
         runs.append(run(params))
     float_heads = median_run(float_runs) if float_runs else None
     no_grad = median_run(no_grad_runs) if no_grad_runs else None
+    no_kernels = median_run(no_kernel_runs) if no_kernel_runs else None
     graphed = params.refines_in_graph(device.type)
     init_s, frame_ms, stage_ms = median_run(runs)
     if args.runs > 1:
+
+        def shares(results: list) -> str:
+            return ", ".join(f"{1 - r[2]['backbone'] / r[1]:.1%}" for r in results)
+
         print(f"{args.runs} runs, ms/frame: " + ", ".join(f"{r[1]:.1f}" for r in runs), end="")
+        print(f" (non-backbone share {shares(runs)})", end="")
         if float_runs:
             print("; float32 heads: " + ", ".join(f"{r[1]:.1f}" for r in float_runs), end="")
+            print(f" (share {shares(float_runs)})", end="")
         if no_grad_runs:
             print("; under no_grad: " + ", ".join(f"{r[1]:.1f}" for r in no_grad_runs), end="")
+        if no_kernel_runs:
+            print("; without the C++ kernels: " + ", ".join(f"{r[1]:.1f}" for r in no_kernel_runs), end="")
+            print(f" (share {shares(no_kernel_runs)})", end="")
         print(" (medians of every quantity below)")
     fps = 1000 / frame_ms
     free_ms = run.free_running(params) if device.type == "cuda" else None
@@ -469,6 +503,16 @@ def main() -> None:
             f"{n_stage['refinement']:.1f} ms; ratio > 1 = inference_mode is faster: frame {n_frame / frame_ms:.2f}x, "
             f"non-backbone {n_other / max(frame_ms - stage_ms['backbone'], 1e-9):.2f}x, refinement "
             f"{n_stage['refinement'] / max(stage_ms['refinement'], 1e-9):.2f}x"
+        )
+    if no_kernels is not None:
+        k_frame, k_stage = no_kernels[1], no_kernels[2]
+        k_other = k_frame - k_stage["backbone"]
+        print(
+            f"against the same tracker without the C++ kernels (their PyTorch paths), this process: "
+            f"{k_frame:.1f} ms/frame, non-backbone {k_other:.1f} ms (share {k_other / k_frame:.1%}), refinement "
+            f"{k_stage['refinement']:.1f} ms; ratio > 1 = the kernels are faster: frame {k_frame / frame_ms:.2f}x, "
+            f"non-backbone {k_other / max(frame_ms - stage_ms['backbone'], 1e-9):.2f}x, refinement "
+            f"{k_stage['refinement'] / max(stage_ms['refinement'], 1e-9):.2f}x"
         )
     if eager is not None:
         e_init, e_frame, e_stage = eager

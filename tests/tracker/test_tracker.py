@@ -1,5 +1,6 @@
 """The tracker on a tiny random-weight network: API, frame layouts, hard boxes, refinement switch, fuzz."""
 
+import contextlib
 import importlib.util
 from pathlib import Path
 
@@ -283,3 +284,40 @@ def test_tracker_runs_under_inference_mode_with_the_boxes_no_grad_gives():
     assert not plain.centre.is_inference()
     assert not np.allclose(boxes[-1], boxes[0])  # the boxes moved: the comparison is not of constants
     np.testing.assert_array_equal(boxes, boxes_no_grad)
+
+
+def test_the_benchmarks_kernels_off_baseline_takes_the_pytorch_paths_with_the_same_boxes():
+    """``benchmarks/tracker_fps.py --compare-no-kernels`` times the tracker with the C++ kernels reported
+    unavailable: its box scorers then pool in PyTorch, and the boxes agree with the kernels' to rounding."""
+    import pytracking.tracker.dimp.tracker as tracker_module
+    from ltr.ops import box_pool_kernel, quantize_kernel
+
+    if not (box_pool_kernel.available() and quantize_kernel.available()):
+        pytest.skip("no C++ compiler for the kernels")
+    kernels_off = _tracker_fps_module().kernels_off
+    loaded = random_network("nce_plus_tiny", crop_size=64)
+    rng = np.random.default_rng(12)
+    frames = [random_frame(rng, 240, 320) for _ in range(5)]
+    opened = {"target_not_found_threshold": -1e9, "distractor_threshold": 1e9, "hard_negative_threshold": 1e9}
+    params = DiMPParams(train_setting="nce_plus_tiny", **opened)
+    used = []
+    original = tracker_module.BoxScorer
+
+    def recording(*args, **kwargs):
+        scorer = original(*args, **kwargs)
+        used.append(scorer.kernel)
+        return scorer
+
+    runs = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tracker_module, "BoxScorer", recording)
+        for off in (False, True):
+            tracker = DiMPTracker(loaded.net, loaded.geometry, params)
+            tracker.initialize(frames[0], [140.0, 100.0, 24.0, 20.0])
+            with kernels_off() if off else contextlib.nullcontext():
+                assert box_pool_kernel.available() is not off and quantize_kernel.available() is not off
+                runs.append(np.stack([tracker.track(f) for f in frames[1:]]))
+    assert box_pool_kernel.available() and quantize_kernel.available()  # restored
+    assert used == [True] * 4 + [False] * 4
+    assert not np.allclose(runs[0][-1], runs[0][0])
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-4, atol=1e-3)
