@@ -225,8 +225,9 @@ class EnergyBoxHead(nn.Module):
                 they fix the window's size in cells (shapes must be host numbers).
             conv2d: evaluates the branches' (unpadded) convolutions instead of ``F.conv2d``
                 (:data:`Conv2dFn`).
-            host_reads: read the window's position on the host (one read per level; free on a CPU): a window
-                inside the map is then a view of it, with no gathering and no masking.
+            host_reads: read the window's corner on the host (one read; free on a CPU) and place the window
+                there with host numbers: a window inside the maps is then a view of them, with no gathering
+                and no masking. The same features and bounds as without.
 
         Returns:
             :class:`WindowFeatures`: ((N, M2, h2, w2), (N, M3, h3, w3)) test features of a window of the
@@ -254,10 +255,18 @@ class EnergyBoxHead(nn.Module):
         # the origin must be a cell of every level's map: at most the last sample's pixel on each
         last_x = min((f.shape[-1] - 1) * s for f, s in zip((f2, f3), self.strides, strict=True))
         last_y = min((f.shape[-2] - 1) * s for f, s in zip((f2, f3), self.strides, strict=True))
-        corner = torch.stack([window[0].clamp(0.0, last_x), window[1].clamp(0.0, last_y)])
-        origin = torch.floor(corner / align) * align  # (2,) ox, oy
+        origin_host: list[float] = []
+        if host_reads:  # the same float64 arithmetic as the device path below, on the host
+            wx, wy = window[:2].tolist()
+            corner_host = (min(max(wx, 0.0), float(last_x)), min(max(wy, 0.0), float(last_y)))
+            origin_host = [math.floor(c / align) * align for c in corner_host]
+            origin = torch.tensor(origin_host, dtype=torch.float64, device=device)
+        else:
+            corner = torch.stack([window[0].clamp(0.0, last_x), window[1].clamp(0.0, last_y)])
+            origin = torch.floor(corner / align) * align  # (2,) ox, oy
         out = []
         far: list[Tensor | None] = [None, None]  # right, bottom
+        far_host = [math.inf, math.inf]
         for feat, conv, stride in zip(
             (f2, f3), (self.test_conv2, self.test_conv3), self.strides, strict=True
         ):
@@ -265,29 +274,34 @@ class EnergyBoxHead(nn.Module):
             halo = _halo(conv)
             # cells c0 = ox / s .. ceil(x2 / s) with x2 < ox + align + extent: at most this many
             cells = [min(math.ceil((e + align) / stride) + 1, n) for e, n in ((ew, width), (eh, height))]
-            start = (origin / stride).round().long()  # (2,) c0, r0
-            index, inside = [], []
-            for k, (n, size) in enumerate(zip(cells, (width, height), strict=True)):
-                i = start[k] - halo + torch.arange(n + 2 * halo, device=device)
-                index.append(i.clamp(0, size - 1))
-                inside.append((i >= 0) & (i < size))
-                # a box edge at x reads cells up to ceil(x / stride): exact while that cell was computed
-                end = start[k] + n  # exclusive
-                edge = torch.where(end < size, ((end - 1) * stride).double(), math.inf)
-                far[k] = edge if far[k] is None else torch.minimum(far[k], edge)
             mask: Tensor | None = None
             if host_reads:
-                col, row = (int(v) for v in start.tolist())
+                col, row = (round(o / stride) for o in origin_host)
+                for k, (first, n, size) in enumerate(zip((col, row), cells, (width, height), strict=True)):
+                    end = first + n  # exclusive; a box edge at x reads cells up to ceil(x / stride)
+                    far_host[k] = min(far_host[k], (end - 1) * stride if end < size else math.inf)
                 top, left = row - halo, col - halo
                 rows, cols = cells[1] + 2 * halo, cells[0] + 2 * halo
                 if top >= 0 and left >= 0 and top + rows <= height and left + cols <= width:
                     x = feat[:, :, top : top + rows, left : left + cols]  # no cell outside the map: no mask
-                    mask = None
                 else:
-                    mask = (inside[1][:, None] & inside[0][None, :]).to(feat.dtype)
-                    x = _gather_cells(feat, index[1], index[0]) * mask
+                    i = torch.arange(top, top + rows, device=device)
+                    j = torch.arange(left, left + cols, device=device)
+                    inside = ((i >= 0) & (i < height))[:, None] & ((j >= 0) & (j < width))[None, :]
+                    mask = inside.to(feat.dtype)
+                    x = _gather_cells(feat, i.clamp(0, height - 1), j.clamp(0, width - 1)) * mask
             else:
-                mask = (inside[1][:, None] & inside[0][None, :]).to(feat.dtype)  # (rows, cols)
+                start = (origin / stride).round().long()  # (2,) c0, r0
+                index, inside_axes = [], []
+                for k, (n, size) in enumerate(zip(cells, (width, height), strict=True)):
+                    i = start[k] - halo + torch.arange(n + 2 * halo, device=device)
+                    index.append(i.clamp(0, size - 1))
+                    inside_axes.append((i >= 0) & (i < size))
+                    # a box edge at x reads cells up to ceil(x / stride): exact while that cell was computed
+                    end = start[k] + n  # exclusive
+                    edge = torch.where(end < size, ((end - 1) * stride).double(), math.inf)
+                    far[k] = edge if far[k] is None else torch.minimum(far[k], edge)
+                mask = (inside_axes[1][:, None] & inside_axes[0][None, :]).to(feat.dtype)  # (rows, cols)
                 x = _gather_cells(feat, index[1], index[0]) * mask
             for block in conv.children():
                 convs = sum(isinstance(m, nn.Conv2d) for m in block.modules())
@@ -309,8 +323,12 @@ class EnergyBoxHead(nn.Module):
                 if mask is not None:
                     x = x * mask
             out.append(x)
-        near = torch.where(origin > 0, origin, -math.inf)
-        valid = torch.cat([near, torch.stack(far)])
+        if host_reads:
+            near_host = [o if o > 0 else -math.inf for o in origin_host]
+            valid = torch.tensor(near_host + far_host, dtype=torch.float64, device=device)
+        else:
+            near = torch.where(origin > 0, origin, -math.inf)
+            valid = torch.cat([near, torch.stack(far)])
         return WindowFeatures((out[0], out[1]), origin, valid)
 
     @staticmethod

@@ -30,6 +30,7 @@ scores agree with ``score_modulated`` to rounding (float32: about 1e-6 relative)
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections.abc import Callable
@@ -297,11 +298,18 @@ class BoxScorer:
         #: each map as (H, W, C) for the kernel; the pixel-to-grid scale of each level
         self.maps_hwc = [m.permute(1, 2, 0).contiguous() for m in maps] if self.kernel else []
         self.scales = [1.0 / float(s) for s in strides]
-        wide = torch.float32 if device.type == "mps" else torch.float64
-        self.wide = wide
+        self.wide = torch.float32 if device.type == "mps" else torch.float64
+        self.device = device
+        self.rows = [slice(0, BOX_BINS[0]), slice(BOX_BINS[0] + 1, BOX_BINS[0] + 1 + BOX_BINS[1])]
 
-        # Both levels' bin edges in one list (E = B2 + 1 + B3 + 1 edges), the constants built on the device: a
-        # torch.tensor(list, device=cuda) would copy from the host and wait for the stream.
+    @functools.cached_property
+    def _edges(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The PyTorch path's constants, made on its first use (the kernel path needs none): per edge of both
+        levels' bin edges in one list (E = B2 + 1 + B3 + 1 edges) the level's pixel-to-grid scale, its number
+        of bins and p / B, and the grid (G,). Built on the device: a torch.tensor(list, device=cuda) would copy
+        from the host and wait for the stream."""
+        wide, device = self.wide, self.device
+
         def per_edge(values: list[float]) -> Tensor:  # one value per level, repeated over its B + 1 edges
             return torch.cat(
                 [
@@ -310,14 +318,31 @@ class BoxScorer:
                 ]
             )
 
-        self.edge_scale = per_edge([1.0 / float(s) for s in strides])  # the level's pixel-to-grid scale
-        self.edge_bins = per_edge([float(b) for b in BOX_BINS])  # the level's number of bins
-        self.edge_step = torch.cat(
-            [torch.arange(b + 1, dtype=wide, device=device) / b for b in BOX_BINS]
-        )  # p / B
+        scale = per_edge(self.scales)
+        bins = per_edge([float(b) for b in BOX_BINS])
+        step = torch.cat([torch.arange(b + 1, dtype=wide, device=device) / b for b in BOX_BINS])
         size = max(max(c[1], c[2]) for c in self.shapes)
-        self.grid = torch.arange(size, dtype=wide, device=device)  # (G,)
-        self.rows = [slice(0, BOX_BINS[0]), slice(BOX_BINS[0] + 1, BOX_BINS[0] + 1 + BOX_BINS[1])]
+        return scale, bins, step, torch.arange(size, dtype=wide, device=device)
+
+    @property
+    def edge_scale(self) -> Tensor:
+        """(E,) the pixel-to-grid scale of each bin edge's level."""
+        return self._edges[0]
+
+    @property
+    def edge_bins(self) -> Tensor:
+        """(E,) the number of bins of each edge's level."""
+        return self._edges[1]
+
+    @property
+    def edge_step(self) -> Tensor:
+        """(E,) p / B of each edge."""
+        return self._edges[2]
+
+    @property
+    def grid(self) -> Tensor:
+        """(G,) the grid's cell coordinates 0 .. G - 1, G the largest map side."""
+        return self._edges[3]
 
     def _xyxy(self, boxes_xywh: Tensor) -> Tensor:
         if (

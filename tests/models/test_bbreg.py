@@ -124,6 +124,11 @@ def test_windowed_test_features_score_exactly_as_the_full_maps(window, channels_
     torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-10)
     if window[2] - window[0] < 200:  # a real window computes less
         assert part.feats[0].shape[-1] * part.feats[0].shape[-2] < 44 * 44 / 2
+    # placed on the host or on the device: the same window, bounds and features
+    other = _window(head, test, window, not host_reads)
+    assert torch.equal(part.origin, other.origin) and torch.equal(part.valid_xyxy, other.valid_xyxy)
+    for a, b in zip(part.feats, other.feats, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
 
 
 def test_windowed_features_differ_beyond_the_valid_region():

@@ -156,16 +156,8 @@ class DiMPTracker:
     def _box(self) -> Tensor:
         return torch.cat([self.centre - 0.5 * self.size, self.size])
 
-    def _refine_window(
-        self, position: Tensor, size: Tensor, host_box: np.ndarray, host_wh: tuple[int, int]
-    ) -> Window | None:
-        """The refinement window around the classifier box (centre ``position`` (2,), size ``size`` (2,), crop
-        px): a (4,) xyxy crop-pixel tensor, widened by ``refine_window`` x sqrt(w h) on every side, and host
-        bounds (w, h) of its extent from the host box (4,) xywh image px and the frame size; None when
-        refinement is off or uses the whole maps."""
-        margin = self.params.refine_window
-        if not self.params.refine or margin is None:
-            return None
+    def _crop_side(self, host_box: np.ndarray, host_wh: tuple[int, int]) -> float:
+        """The side (image px) of the frame's crop region around the host box (4,) xywh, on the host."""
         geo = self.geometry
         region = crop_region(
             host_box.reshape(1, 4),
@@ -174,7 +166,19 @@ class DiMPTracker:
             mode=geo.crop_mode,
             max_scale_change=geo.max_scale_change,
         )
-        side = float(region[0, 2])
+        return float(region[0, 2])
+
+    def _refine_window(
+        self, position: Tensor, size: Tensor, host_box: np.ndarray, side: float
+    ) -> Window | None:
+        """The refinement window around the classifier box (centre ``position`` (2,), size ``size`` (2,), crop
+        px): a (4,) xyxy crop-pixel tensor, widened by ``refine_window`` x sqrt(w h) on every side, and host
+        bounds (w, h) of its extent from the host box (4,) xywh image px and the side of the frame's crop
+        region (:meth:`_crop_side`); None when refinement is off or uses the whole maps."""
+        margin = self.params.refine_window
+        if not self.params.refine or margin is None:
+            return None
+        geo = self.geometry
         host_size = np.maximum(host_box[2:], 0.0) * (geo.crop_size / side)  # crop px
         half = 0.5 * host_size + margin * np.sqrt(host_size.prod())
         # the device size is this one up to float32 rounding and the numpy crop's rounding of the region to
@@ -195,9 +199,10 @@ class DiMPTracker:
         conv2d = None if self._int8 is None else self._int8.conv2d
         bounds = None
         if window is not None:
-            # the branching path reads the state on the host anyway: the window's position too (a view, no
-            # gathering, when it lies inside the maps)
-            part = head.get_test_features_window(feats, *window, conv2d=conv2d, host_reads=not self.sync_free)
+            # on a CPU the branching path reads the state on the host anyway: the window's corner too (a view,
+            # no gathering, when it lies inside the maps; on a GPU the bounds would be blocking uploads)
+            host = self.device.type == "cpu" and not self.sync_free
+            part = head.get_test_features_window(feats, *window, conv2d=conv2d, host_reads=host)
             test = part.feats
             shift = torch.cat([part.origin, part.origin.new_zeros(2)]).float()
             bounds = part.valid_xyxy.float()
@@ -368,6 +373,10 @@ class DiMPTracker:
             )
             scale, offset = tf.scale[0], tf.offset[0]
             x = self._normalize(crop)
+            # the window's host bound needs the crop's side: taken here, where the crop just computed the
+            # same region (after the backbone, with cold caches, the same call took ~8x longer)
+            windowed = p.refine and p.refine_window is not None and not self.graphed
+            side = self._crop_side(self._host_box, host_wh) if windowed else 0.0
         with t.stage("backbone"):
             feats = self._backbone(x)
         with t.stage("classifier"):
@@ -384,9 +393,7 @@ class DiMPTracker:
                 window_strength=p.score_window,
             )
             window = (
-                None
-                if self.graphed
-                else self._refine_window(loc.position, size_crop, self._host_box, host_wh)
+                None if self.graphed else self._refine_window(loc.position, size_crop, self._host_box, side)
             )
             # branching mode: the one mid-frame host read; sync-free: the state stays a device tensor
             state = loc.state if self.sync_free else int(loc.state)
