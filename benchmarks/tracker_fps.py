@@ -41,11 +41,11 @@ times, in the same process and first, the same tracker with the box head's test 
 ``initialize`` and ``track`` under ``torch.no_grad`` instead of ``torch.inference_mode`` (what they ran under
 before 2026-11-23). ``--compare-no-kernels`` also times, alternated with every run, the same tracker with
 the CPU's C++ kernels switched off (the box pooling of :mod:`ltr.ops.box_pool_kernel` and the int8 input
-quantisation of :mod:`ltr.ops.quantize_kernel`), i.e. their PyTorch paths. ``--profile`` counts the operators (and on CUDA the device kernels and the device's
-busy time) per frame with ``torch.profiler``: on a GPU, a frame whose busy time is far below its wall time is
-bound by the host launching kernels. The localisation
-thresholds are opened so that every frame runs refinement and the memory update (the normal state); the filter
-optimiser runs every 20th frame as in tracking.
+quantisation of :mod:`ltr.ops.quantize_kernel`), i.e. their PyTorch paths. ``--profile`` counts the
+operators (and on CUDA the device kernels and the device's busy time) per frame with ``torch.profiler``: on a
+GPU, a frame whose busy time is far below its wall time is bound by the host launching kernels. The
+localisation thresholds are opened so that every frame runs refinement and the memory update (the normal
+state); the filter optimiser runs every 20th frame as in tracking.
 """
 
 from __future__ import annotations

@@ -305,9 +305,9 @@ class BoxScorer:
     @functools.cached_property
     def _edges(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """The PyTorch path's constants, made on its first use (the kernel path needs none): per edge of both
-        levels' bin edges in one list (E = B2 + 1 + B3 + 1 edges) the level's pixel-to-grid scale, its number
-        of bins and p / B, and the grid (G,). Built on the device: a torch.tensor(list, device=cuda) would copy
-        from the host and wait for the stream."""
+        levels' bin edges in one list (E = B2 + 1 + B3 + 1 edges) the level's pixel-to-grid scale, its
+        number of bins and p / B, and the grid (G,). Built on the device: a torch.tensor(list, device=cuda)
+        would copy from the host and wait for the stream."""
         wide, device = self.wide, self.device
 
         def per_edge(values: list[float]) -> Tensor:  # one value per level, repeated over its B + 1 edges

@@ -13,9 +13,11 @@ placed with the host copy of the previous output box. Sync-free (the default on 
 back but its output box: the localisation state masks instead of branching (refinement always runs and its
 result is dropped when the target is not found; the memory update is masked; a hard-negative filter step runs
 every frame and is kept only on hard negatives). Otherwise (the default on a CPU, where a read costs nothing)
-the state is read once and the frame skips the work it does not need. The refinement window is placed on the
-device and sized from the host box; the refinement scores boxes and takes their gradients in closed form
-(:class:`ltr.models.box_score_grad.BoxScorer`, no autograd, no host reads). Everything runs under
+the state is read once and the frame skips the work it does not need. The refinement window is sized from
+the host box and placed on the device (on a CPU, where the branching path also reads the window's corner,
+with host numbers); the refinement scores boxes and takes their gradients in closed form
+(:class:`ltr.models.box_score_grad.BoxScorer`, no autograd; on a CPU its pooling runs in a C++ kernel and
+reads the boxes' cells on the host, elsewhere it reads nothing back). Everything runs under
 ``torch.inference_mode`` with the weights frozen: it skips the per-operation autograd bookkeeping that
 ``torch.no_grad`` keeps (up to about 1 ms of a CPU frame of small operations; ``benchmarks/tracker_fps.py
 --compare-no-grad``). The tracker's state tensors are therefore inference tensors, to be changed in place
@@ -209,7 +211,8 @@ class DiMPTracker:
         else:
             test = head.get_test_features(feats, conv2d=conv2d)
             shift = torch.zeros(4, device=self.device)
-        # any memory layout: BoxScorer copies each map into the two layouts its pooling products take
+        # any memory layout: BoxScorer takes each map as (H, W, C) for its kernel (a view of channels_last
+        # maps) or copies it to (W, H * C) for its PyTorch path
         modulated = tuple(head.modulate(modulation, test))
         # the head must be in eval mode; with int8 heads the ascent's per-box Linear products are int8 too.
         # The graphed and sync-free paths read nothing on the host, so their products run over the whole maps
@@ -395,7 +398,8 @@ class DiMPTracker:
             window = (
                 None if self.graphed else self._refine_window(loc.position, size_crop, self._host_box, side)
             )
-            # branching mode: the one mid-frame host read; sync-free: the state stays a device tensor
+            # branching mode: the state's host read (on a CPU the window's corner is read as well); sync-free:
+            # the state stays a device tensor
             state = loc.state if self.sync_free else int(loc.state)
         refined = None
         if self.sync_free or state != NOT_FOUND:
