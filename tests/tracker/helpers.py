@@ -53,12 +53,14 @@ def random_frame(rng: np.random.Generator, height: int, width: int, channels: in
 
 
 def whole_map_products(monkeypatch) -> None:
-    """Make the tracker's box scorers run their pooling products over the whole maps, as the graphed and
-    sync-free paths do: on a CPU the eager path otherwise restricts them to the cells the boxes read (one
-    host read per scorer call, and sums that differ from the whole maps' by rounding)."""
+    """Make the tracker's box scorers pool with PyTorch products over the whole maps, as the graphed path
+    does: on a CPU the eager path otherwise pools with the C++ kernel or restricts the products to the cells
+    the boxes read (sums that differ from the whole maps' by rounding)."""
     from pytracking.tracker.dimp import tracker as tracker_module
 
     original = tracker_module.BoxScorer
     monkeypatch.setattr(
-        tracker_module, "BoxScorer", lambda *a, **k: original(*a, **{**k, "restrict_cells": False})
+        tracker_module,
+        "BoxScorer",
+        lambda *a, **k: original(*a, **{**k, "restrict_cells": False, "kernel": False}),
     )

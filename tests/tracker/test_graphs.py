@@ -76,15 +76,16 @@ def test_graphed_path_is_the_eager_refinement_on_the_whole_maps(scene, monkeypat
     loaded, frames, init = scene
     # refine_window is ignored on the graphed path: it scores on the whole maps, as refine_window=None does
     graphed, boxes, candidates = _track(loaded, frames, init, cuda_graph=True, refine_window=0.6)
-    # on a CPU the eager path's pooling products skip the cells no box reads (rounding apart, the same sums)
-    _, restricted_boxes, _ = _track(loaded, frames, init, cuda_graph=False, refine_window=None)
+    # on a CPU the eager path pools with the C++ kernel, over each bin's cells only (rounding apart, the same
+    # sums); the graph's data flow mirrors CUDA's, with PyTorch products over the whole maps
+    _, kernel_boxes, _ = _track(loaded, frames, init, cuda_graph=False, refine_window=None)
     whole_map_products(monkeypatch)
     _, eager_boxes, eager_candidates = _track(loaded, frames, init, cuda_graph=False, refine_window=None)
     _, window_boxes, _ = _track(loaded, frames, init, cuda_graph=False, refine_window=0.3)
     assert graphed.graphed and graphed._refine_graph is not None and not graphed._refine_graph.captured
     np.testing.assert_array_equal(boxes, eager_boxes)
     torch.testing.assert_close(candidates, eager_candidates, rtol=0, atol=0)
-    np.testing.assert_allclose(restricted_boxes, eager_boxes, rtol=1e-5)
+    np.testing.assert_allclose(kernel_boxes, eager_boxes, rtol=1e-5)
     # the comparison can fail: a different refinement gives other boxes
     assert not np.array_equal(window_boxes, eager_boxes)
 

@@ -85,7 +85,7 @@ THRESHOLDS = [
 
 def test_sync_free_frames_read_only_the_output_box_and_match_the_branching_path(scene, monkeypatch):
     loaded, frames, init = scene
-    whole_map_products(monkeypatch)  # as the sync-free path: the same sums, and no host read per scorer call
+    whole_map_products(monkeypatch)  # both paths pool the same way: the same sums, no per-call host read
     seen, window_reads = set(), 0
     for thresholds in THRESHOLDS:
         common = {"train_skipping": 3, **thresholds}  # filter optimisations on several frames
