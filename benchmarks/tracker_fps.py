@@ -239,6 +239,26 @@ def profile_frames(
     return ops / n, len(kernels) / n, busy_ms / n
 
 
+def print_non_backbone_ratio(
+    baseline: tuple[float, float, dict[str, float]],
+    what: str,
+    faster: str,
+    frame_ms: float,
+    stage_ms: dict[str, float],
+) -> None:
+    """One line: an in-process baseline run (init s, ms/frame, {stage: ms}) against this tracker's frame,
+    non-backbone and refinement times."""
+    b_frame, b_stage = baseline[1], baseline[2]
+    b_other = b_frame - b_stage["backbone"]
+    print(
+        f"against the same tracker {what}, this process: {b_frame:.1f} ms/frame, non-backbone {b_other:.1f} "
+        f"ms (share {b_other / b_frame:.1%}), refinement {b_stage['refinement']:.1f} ms; ratio > 1 = {faster} "
+        f"faster: frame {b_frame / frame_ms:.2f}x, non-backbone "
+        f"{b_other / max(frame_ms - stage_ms['backbone'], 1e-9):.2f}x, refinement "
+        f"{b_stage['refinement'] / max(stage_ms['refinement'], 1e-9):.2f}x"
+    )
+
+
 def median_run(results: list[tuple[float, float, dict[str, float]]]) -> tuple[float, float, dict[str, float]]:
     """The median of each quantity (init s, ms/frame, each stage's ms/frame) over runs of :class:`Measure`."""
     stages = {s: statistics.median(r[2][s] for r in results) for s in results[0][2]}
@@ -494,26 +514,12 @@ def main() -> None:
             f"classifier {f_stage['classifier'] / max(stage_ms['classifier'], 1e-9):.2f}x, refinement "
             f"{f_stage['refinement'] / max(stage_ms['refinement'], 1e-9):.2f}x"
         )
-    if no_grad is not None:
-        n_frame, n_stage = no_grad[1], no_grad[2]
-        n_other = n_frame - n_stage["backbone"]
-        print(
-            f"against the same tracker under torch.no_grad (not inference_mode), this process: {n_frame:.1f} "
-            f"ms/frame, non-backbone {n_other:.1f} ms (share {n_other / n_frame:.1%}), refinement "
-            f"{n_stage['refinement']:.1f} ms; ratio > 1 = inference_mode is faster: frame {n_frame / frame_ms:.2f}x, "
-            f"non-backbone {n_other / max(frame_ms - stage_ms['backbone'], 1e-9):.2f}x, refinement "
-            f"{n_stage['refinement'] / max(stage_ms['refinement'], 1e-9):.2f}x"
-        )
-    if no_kernels is not None:
-        k_frame, k_stage = no_kernels[1], no_kernels[2]
-        k_other = k_frame - k_stage["backbone"]
-        print(
-            f"against the same tracker without the C++ kernels (their PyTorch paths), this process: "
-            f"{k_frame:.1f} ms/frame, non-backbone {k_other:.1f} ms (share {k_other / k_frame:.1%}), refinement "
-            f"{k_stage['refinement']:.1f} ms; ratio > 1 = the kernels are faster: frame {k_frame / frame_ms:.2f}x, "
-            f"non-backbone {k_other / max(frame_ms - stage_ms['backbone'], 1e-9):.2f}x, refinement "
-            f"{k_stage['refinement'] / max(stage_ms['refinement'], 1e-9):.2f}x"
-        )
+    for baseline_run, what, faster in (
+        (no_grad, "under torch.no_grad (not inference_mode)", "inference_mode is"),
+        (no_kernels, "without the C++ kernels (their PyTorch paths)", "the kernels are"),
+    ):
+        if baseline_run is not None:
+            print_non_backbone_ratio(baseline_run, what, faster, frame_ms, stage_ms)
     if eager is not None:
         e_init, e_frame, e_stage = eager
         print(

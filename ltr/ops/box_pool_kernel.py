@@ -292,14 +292,10 @@ def _check(maps_hwc: Tensor, boxes_xyxy: Tensor, bins: int) -> None:
         raise ValueError(f"box pool kernel: 1 to {MAX_BINS} bins per axis, got {bins}")
 
 
-def pool_forward(maps_hwc: Tensor, boxes_xyxy: Tensor, scale: float, bins: int) -> Tensor | None:
-    """Pooled bins (S, bins * bins * C) float32, (p, q, c) order, of boxes (S, 4) float32 xyxy image pixels
-    over ``maps_hwc`` (H, W, C) float32 with ``scale`` = 1 / stride; None if a box has a non-finite
-    coordinate."""
-    _check(maps_hwc, boxes_xyxy, bins)
+def _common_args(maps_hwc: Tensor, boxes_xyxy: Tensor, scale: float, bins: int) -> tuple:
+    """Both entry points' leading arguments: boxes, their pointer, the map's pointer and shape, scale, bins."""
     height, width, channels = maps_hwc.shape
-    out = torch.empty(boxes_xyxy.shape[0], bins * bins * channels, dtype=torch.float32)
-    failed = _library().ltr_box_pool_forward(
+    return (
         boxes_xyxy.shape[0],
         boxes_xyxy.data_ptr(),
         maps_hwc.data_ptr(),
@@ -308,8 +304,17 @@ def pool_forward(maps_hwc: Tensor, boxes_xyxy: Tensor, scale: float, bins: int) 
         channels,
         float(scale),
         bins,
-        out.data_ptr(),
     )
+
+
+def pool_forward(maps_hwc: Tensor, boxes_xyxy: Tensor, scale: float, bins: int) -> Tensor | None:
+    """Pooled bins (S, bins * bins * C) float32, (p, q, c) order, of boxes (S, 4) float32 xyxy image pixels
+    over ``maps_hwc`` (H, W, C) float32 with ``scale`` = 1 / stride; None if a box has a non-finite
+    coordinate."""
+    _check(maps_hwc, boxes_xyxy, bins)
+    channels = maps_hwc.shape[2]
+    out = torch.empty(boxes_xyxy.shape[0], bins * bins * channels, dtype=torch.float32)
+    failed = _library().ltr_box_pool_forward(*_common_args(maps_hwc, boxes_xyxy, scale, bins), out.data_ptr())
     return None if failed else out
 
 
@@ -320,7 +325,7 @@ def pool_backward(
     (S, bins * bins * C) float32 (d f / d the bins of :func:`pool_forward`); False (nothing added) if a box
     has a non-finite coordinate."""
     _check(maps_hwc, boxes_xyxy, bins)
-    height, width, channels = maps_hwc.shape
+    channels = maps_hwc.shape[2]
     s = boxes_xyxy.shape[0]
     if grad_pooled.dtype != torch.float32 or tuple(grad_pooled.shape) != (s, bins * bins * channels):
         raise ValueError(
@@ -335,15 +340,6 @@ def pool_backward(
         raise ValueError(f"box pool kernel: grad_boxes must be contiguous float64 ({s}, 4)")
     grad_pooled = grad_pooled.contiguous()
     failed = _library().ltr_box_pool_backward(
-        s,
-        boxes_xyxy.data_ptr(),
-        maps_hwc.data_ptr(),
-        height,
-        width,
-        channels,
-        float(scale),
-        bins,
-        grad_pooled.data_ptr(),
-        grad_boxes.data_ptr(),
+        *_common_args(maps_hwc, boxes_xyxy, scale, bins), grad_pooled.data_ptr(), grad_boxes.data_ptr()
     )
     return not failed
