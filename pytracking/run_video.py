@@ -1,17 +1,20 @@
 """Track a target in a video file or camera stream.
 
 ``python pytracking/run_video.py dimp nce_plus VIDEO_OR_CAMERA_INDEX [--init x,y,w,h] [--save out.mp4]
-[--net PATH] [--device auto|cpu|cuda]``
+[--net PATH] [--device auto|cpu|cuda] [--int8] [--compile]``
 
 The initial box (xywh pixels of the first frame) comes from ``--init``; without it the box is drawn with
 ``cv2.selectROI``, which needs a display and an OpenCV build with GUI support (a clear error otherwise).
 ``--save`` writes every frame with the tracked box (codec from the extension: mp4v for .mp4, MJPG for .avi);
-the boxes are printed as ``frame,x,y,w,h`` lines.
+the boxes are printed as ``frame,x,y,w,h`` lines. ``--int8`` and ``--compile`` are ``run_tracker.py``'s: the
+DiMP heads in int8 on a CPU (the fastest CPU tracker, see the README's Speed section) and torch.compile of the
+per-frame stages.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -126,11 +129,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save", type=Path, default=None, help="write the video with the box to this file")
     p.add_argument("--net", default=None, help="checkpoint (default: latest of the param's train setting)")
     p.add_argument("--device", default="auto")
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="dimp: the heads' per-frame convolutions and the refinement's per-box products in int8 on a CPU",
+    )
+    p.add_argument(
+        "--compile", action="store_true", help="dimp: torch.compile the per-frame backbone and classifier"
+    )
     args = p.parse_args(argv)
     try:
-        spec = TrackerSpec(args.tracker, args.param, args.net, args.device)
+        spec = TrackerSpec(
+            args.tracker, args.param, args.net, args.device, compile=args.compile, int8=args.int8
+        )
         if spec.needs_network:
-            spec = TrackerSpec(args.tracker, args.param, network_path(spec), args.device)
+            spec = dataclasses.replace(spec, net=network_path(spec))
         boxes = track_video(spec, args.source, args.init, args.save)
     except (VideoError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -60,3 +60,34 @@ def test_bad_source_and_bad_init(tmp_path, capsys):
     assert "cannot open video file" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["dimp", "nce_plus_tiny", "0", "--init", "1,1,0,4"])
+
+
+def test_int8_flag_reaches_the_tracker(tmp_path, capsys, monkeypatch):
+    """``--int8`` turns on the parameter set's ``int8_heads`` (as ``run_tracker.py --int8``)."""
+    import pytracking.run_video as run_video
+
+    seen = []
+    original = run_video.build_tracker
+
+    def recording(spec, *args, **kwargs):
+        seen.append((spec.int8, spec.compile, spec.net is not None))
+        return original(spec, *args, **kwargs)
+
+    monkeypatch.setattr(run_video, "build_tracker", recording)
+    video = write_video(tmp_path / "in.avi", 3, "MJPG")
+    ckpt = write_tiny_checkpoint(tmp_path / "tiny.pth.tar")
+    argv = [
+        "dimp",
+        "nce_plus_tiny",
+        str(video),
+        "--init",
+        "10,10,12,10",
+        "--net",
+        str(ckpt),
+        "--device",
+        "cpu",
+    ]
+    assert main([*argv, "--int8"]) == 0
+    assert main(argv) == 0
+    assert seen == [(True, False, True), (False, False, True)]
+    assert len(capsys.readouterr().out.strip().splitlines()) == 6
