@@ -448,7 +448,7 @@ class BoxScorer:
     def _kernel_pooled(self, xyxy: Tensor) -> list[Tensor] | None:
         """Per level the pooled bins (S, B * B * C) from the kernel; None without it or for a non-finite
         box."""
-        if not self.kernel:
+        if not self.kernel or xyxy.shape[0] == 0:
             return None
         pooled = []
         for maps, scale, bins in zip(self.maps_hwc, self.scales, BOX_BINS, strict=True):
@@ -458,33 +458,55 @@ class BoxScorer:
             pooled.append(level)
         return pooled
 
-    def _hidden(self, pooled: list[Tensor]) -> Tensor:
-        """Pre-ReLU activations (S, O2 + O3) of the per-box layers from each level's pooled bins."""
-        hidden = []
-        for level, (x, weight_t, bias) in enumerate(
-            zip(pooled, self.folded.weights_t, self.folded.biases, strict=True)
-        ):
-            if self.int8 is None:
-                hidden.append(torch.addmm(bias, x, weight_t))
-            else:
-                hidden.append(int8_mm(x, self.int8.forward[level]).add_(bias))
-        return torch.cat(hidden, dim=1)
+    @functools.cached_property
+    def _finite(self) -> bool:
+        """Whether the maps and the folded layers are finite (read once, on the host): then every input of the
+        kernel path's products is finite (the kernel rejects non-finite boxes), and the int8 products can skip
+        their per-call check."""
+        tensors = [*self.maps_hwc, *self.folded.biases, self.folded.predictor, self.folded.predictor_bias]
+        return all(bool(torch.isfinite(t).all()) for t in tensors)
+
+    def _product(self, x: Tensor, level: int, backward: bool) -> Tensor:
+        """x (S, I) @ the level's folded Linear weights (forward, without the bias) or x (S, O) @ their
+        transpose (backward), in int8 where the scorer takes int8 products."""
+        if self.int8 is None:
+            return torch.mm(x, (self.folded.weights if backward else self.folded.weights_t)[level])
+        matrix = (self.int8.backward if backward else self.int8.forward)[level]
+        if matrix.packed is not None and self._finite:  # int8_mm's fused way, without its finiteness check
+            return torch.ops.quantized.linear_dynamic(x, matrix.packed)
+        return int8_mm(x, matrix)
+
+    def _kernel_scores(self, pooled: list[Tensor], grads: bool) -> tuple[Tensor, list[Tensor] | None]:
+        """Scores (S,) from the kernel's pooled bins, and with ``grads`` d score / d h (S, O) per level."""
+        raw = [self._product(x, level, backward=False) for level, x in enumerate(pooled)]
+        out = [torch.empty_like(r) for r in raw] if grads else None
+        scores = box_pool_kernel.head_output(
+            (raw[0], raw[1]),
+            (self.folded.biases[0], self.folded.biases[1]),
+            self._predictor_parts,
+            self._predictor_bias,
+            None if out is None else (out[0], out[1]),
+        )
+        return scores, out
+
+    @functools.cached_property
+    def _predictor_parts(self) -> tuple[Tensor, Tensor]:
+        """The predictor's weights per level, (O2,) and (O3,), contiguous."""
+        o2 = self.folded.weights[0].shape[0]
+        return self.folded.predictor[:o2].contiguous(), self.folded.predictor[o2:].contiguous()
+
+    @functools.cached_property
+    def _predictor_bias(self) -> float:
+        return float(self.folded.predictor_bias.reshape(-1)[0])
 
     def _kernel_call(self, xyxy: Tensor, pooled: list[Tensor], dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-        """:meth:`__call__` with the kernel's pooling and box gradient."""
-        hidden = self._hidden(pooled)
-        scores = self._predict(hidden)
-        grad_hidden = self.folded.predictor * (hidden > 0).to(hidden.dtype)  # relu'(0) = 0, as autograd
+        """:meth:`__call__` with the kernel's pooling, per-box outputs and box gradient."""
+        scores, grad_hidden = self._kernel_scores(pooled, grads=True)
         grad = torch.zeros(xyxy.shape[0], 4, dtype=torch.float64)
-        first = 0
-        for level, (maps, scale, bins, weight) in enumerate(
-            zip(self.maps_hwc, self.scales, BOX_BINS, self.folded.weights, strict=True)
+        for level, (maps, scale, bins, part) in enumerate(
+            zip(self.maps_hwc, self.scales, BOX_BINS, grad_hidden, strict=True)
         ):
-            part = grad_hidden[:, first : first + weight.shape[0]]
-            first += weight.shape[0]
-            grad_pooled = (
-                torch.mm(part, weight) if self.int8 is None else int8_mm(part, self.int8.backward[level])
-            )
+            grad_pooled = self._product(part, level, backward=True)
             box_pool_kernel.pool_backward(maps, xyxy, scale, bins, grad_pooled, grad)
         return scores[None], grad.to(dtype)[None]
 
@@ -498,8 +520,9 @@ class BoxScorer:
         xyxy = self._xyxy(boxes_xywh)
         with torch.no_grad():
             pooled = self._kernel_pooled(xyxy)
-            hidden = self._hidden(pooled) if pooled is not None else self._forward(xyxy, tents=False)[-1]
-            return self._predict(hidden)[None]
+            if pooled is not None:
+                return self._kernel_scores(pooled, grads=False)[0][None]
+            return self._predict(self._forward(xyxy, tents=False)[-1])[None]
 
     def __call__(self, boxes_xywh: Tensor) -> tuple[Tensor, Tensor]:
         """(scores (1, S), d scores / d boxes_xywh (1, S, 4)) for boxes (1, S, 4) xywh image pixels."""

@@ -28,7 +28,7 @@ from torch import Tensor
 
 from ltr.ops.cpp_kernel import compile_library, loads
 
-__all__ = ["MAX_BINS", "available", "pool_backward", "pool_forward"]
+__all__ = ["MAX_BINS", "available", "head_output", "pool_backward", "pool_forward"]
 
 #: most bins per axis the kernel takes (the box head pools 5 x 5 and 3 x 3)
 MAX_BINS = 16
@@ -188,6 +188,40 @@ extern "C" int ltr_box_pool_forward(int64_t num_boxes, const float* boxes, const
   return 0;
 }
 
+// The per-box layers' outputs: h = raw + bias per level (written back into raw), scores (S) =
+// predictor_bias + sum over both levels of relu(h) . u, and with grads, d score / d h = u * (h > 0) per level
+// (relu'(0) = 0)
+extern "C" void ltr_box_head_output(int64_t num_boxes, int64_t out2, int64_t out3, float* raw2, float* raw3,
+                                    const float* bias2, const float* bias3, const float* u2, const float* u3,
+                                    float predictor_bias, float* scores, float* grad2, float* grad3) {
+  for (int64_t s = 0; s < num_boxes; ++s) {
+    float score = 0.0f;
+    const int64_t outs[2] = {out2, out3};
+    float* raws[2] = {raw2 + s * out2, raw3 + s * out3};
+    const float* biases[2] = {bias2, bias3};
+    const float* us[2] = {u2, u3};
+    float* grads[2] = {grad2 ? grad2 + s * out2 : nullptr, grad3 ? grad3 + s * out3 : nullptr};
+    for (int level = 0; level < 2; ++level) {
+      float* __restrict h = raws[level];
+      const float* __restrict b = biases[level];
+      const float* __restrict u = us[level];
+      float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t o = 0; o < outs[level]; ++o) {
+        h[o] += b[o];
+        sum += (h[o] > 0.0f ? h[o] : 0.0f) * u[o];
+      }
+      score += sum;
+      if (grads[level] != nullptr) {
+        float* __restrict g = grads[level];
+#pragma omp simd
+        for (int64_t o = 0; o < outs[level]; ++o) g[o] = h[o] > 0.0f ? u[o] : 0.0f;
+      }
+    }
+    scores[s] = score + predictor_bias;
+  }
+}
+
 // grad_boxes (S, 4) float64 += d f / d (x, y, w, h) from d f / d pooled (S, B, B, C); 1 for a non-finite box
 extern "C" int ltr_box_pool_backward(int64_t num_boxes, const float* boxes, const float* maps, int64_t height,
                                      int64_t width, int64_t channels, double scale, int bins,
@@ -267,6 +301,22 @@ def _library() -> ctypes.CDLL:
     lib.ltr_box_pool_forward.restype = i32
     lib.ltr_box_pool_backward.argtypes = [*common, ptr, ptr]
     lib.ltr_box_pool_backward.restype = i32
+    lib.ltr_box_head_output.argtypes = [
+        i64,
+        i64,
+        i64,
+        ptr,
+        ptr,
+        ptr,
+        ptr,
+        ptr,
+        ptr,
+        ctypes.c_float,
+        ptr,
+        ptr,
+        ptr,
+    ]
+    lib.ltr_box_head_output.restype = None
     return lib
 
 
@@ -343,3 +393,44 @@ def pool_backward(
         *_common_args(maps_hwc, boxes_xyxy, scale, bins), grad_pooled.data_ptr(), grad_boxes.data_ptr()
     )
     return not failed
+
+
+def head_output(
+    raw: tuple[Tensor, Tensor],
+    biases: tuple[Tensor, Tensor],
+    predictor: tuple[Tensor, Tensor],
+    predictor_bias: float,
+    grads: tuple[Tensor, Tensor] | None = None,
+) -> Tensor:
+    """Scores (S,) float32 of the box head's per-box layers: per level ``raw`` (S, O) float32, the Linear
+    products without bias, gets its bias (O,) added in place (then the pre-ReLU activations h), and
+    ``score = predictor_bias + sum_levels relu(h) . predictor`` with ``predictor`` (O,) per level. ``grads``:
+    (S, O) float32 per level, filled with d score / d h = predictor * (h > 0). All contiguous, on the CPU."""
+    tensors = [*raw, *biases, *predictor, *(grads or ())]
+    if any(t.dtype != torch.float32 or not t.is_contiguous() or t.device.type != "cpu" for t in tensors):
+        raise ValueError("box head output kernel: contiguous float32 CPU tensors only")
+    s = raw[0].shape[0]
+    outs = [r.shape[1] for r in raw]
+    if raw[1].shape[0] != s or any(
+        b.shape != (o,) or u.shape != (o,) for b, u, o in zip(biases, predictor, outs, strict=True)
+    ):
+        raise ValueError("box head output kernel: per level raw (S, O), bias (O,) and predictor (O,)")
+    if grads is not None and any(g.shape != r.shape for g, r in zip(grads, raw, strict=True)):
+        raise ValueError("box head output kernel: grads must be shaped as raw")
+    scores = torch.empty(s, dtype=torch.float32)
+    _library().ltr_box_head_output(
+        s,
+        outs[0],
+        outs[1],
+        raw[0].data_ptr(),
+        raw[1].data_ptr(),
+        biases[0].data_ptr(),
+        biases[1].data_ptr(),
+        predictor[0].data_ptr(),
+        predictor[1].data_ptr(),
+        float(predictor_bias),
+        scores.data_ptr(),
+        None if grads is None else grads[0].data_ptr(),
+        None if grads is None else grads[1].data_ptr(),
+    )
+    return scores

@@ -299,7 +299,8 @@ def test_no_host_reads():
     bounds = torch.tensor([0.0, -float("inf"), 80.0, 96.0])
     fold_box_layers(head)  # the per-head fold (once per network) is not part of a frame
     with HostReads() as reads:
-        scorer = BoxScorer(head, maps, restrict_cells=False)  # the restriction reads the cells on the host
+        # the GPU's path: the restriction reads the cells on the host, the CPU kernel a few values
+        scorer = BoxScorer(head, maps, restrict_cells=False, kernel=False)
         chain = RelBoxes(start, bounds)
         corners, size = chain.corners(torch.zeros_like(start))
         scores, grad = scorer(chain.clipped(corners, size))

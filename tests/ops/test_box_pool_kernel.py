@@ -115,3 +115,22 @@ def test_inputs_are_checked():
         box_pool_kernel.pool_backward(maps, boxes, 0.125, 5, torch.zeros(2, 74), torch.zeros(2, 4).double())
     with pytest.raises(ValueError, match="grad_boxes must be contiguous float64"):
         box_pool_kernel.pool_backward(maps, boxes, 0.125, 5, torch.zeros(2, 75), torch.zeros(2, 4))
+
+
+def test_head_output_adds_the_biases_and_scores_like_the_layers():
+    g = torch.Generator().manual_seed(8)
+    raw = (torch.randn(4, 6, generator=g), torch.randn(4, 3, generator=g))
+    biases = (torch.randn(6, generator=g), torch.randn(3, generator=g))
+    predictor = (torch.randn(6, generator=g), torch.randn(3, generator=g))
+    hidden = torch.cat([raw[0] + biases[0], raw[1] + biases[1]], dim=1)
+    u = torch.cat(predictor)
+    grads = (torch.empty(4, 6), torch.empty(4, 3))
+    scores = box_pool_kernel.head_output((raw[0].clone(), raw[1].clone()), biases, predictor, 0.25, grads)
+    torch.testing.assert_close(scores, torch.relu(hidden) @ u + 0.25)
+    torch.testing.assert_close(torch.cat(grads, dim=1), u * (hidden > 0).float(), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="contiguous float32"):
+        box_pool_kernel.head_output((raw[0].double(), raw[1]), biases, predictor, 0.0)
+    with pytest.raises(ValueError, match="raw \\(S, O\\), bias \\(O,\\)"):
+        box_pool_kernel.head_output(raw, (biases[0][:5].contiguous(), biases[1]), predictor, 0.0)
+    with pytest.raises(ValueError, match="grads must be shaped as raw"):
+        box_pool_kernel.head_output(raw, biases, predictor, 0.0, (torch.empty(4, 6), torch.empty(4, 2)))
