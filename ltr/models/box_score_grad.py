@@ -224,14 +224,15 @@ class BoxScorer:
             (:func:`int8_box_layers`; float32 features on the CPU only): the layers' outputs then carry
             about 1% quantisation noise, the scores and box gradients a few percent of their norms (the
             score is a sum of terms much larger than itself); the pooling stays float32. Each int8 product
-            checks its input for non-finite values with one host read (free on a CPU).
+            checks its input for non-finite values with one host read (free on a CPU), except on the kernel
+            path once the maps and layers were found finite (its inputs are finite then).
         restrict_cells: run the pooling products over the cells the boxes weigh on only (:meth:`_cells`),
             with one host read per call; None (default): on a CPU, where the read is free. The same numbers up
             to the products' rounding (sums without the zero terms).
-        kernel: pool the boxes and take the box gradient with the C++ kernel of :mod:`ltr.ops.box_pool_kernel`
-            (float32 on a CPU; each bin's cells only, no small operations): the same numbers up to the
-            products' rounding. None (default): where it applies and builds; a box with a non-finite
-            coordinate takes the PyTorch path for that call.
+        kernel: pool the boxes, add the per-box layers' biases, score and take the box gradient with the
+            C++ kernels of :mod:`ltr.ops.box_pool_kernel` (float32 on a CPU; each bin's cells only, no small
+            operations): the same numbers up to the products' rounding. None (default): where it applies and
+            builds; a box with a non-finite coordinate takes the PyTorch path for that call.
 
     Call: ``scorer(boxes_xywh)`` with boxes (1, S, 4) xywh image pixels -> (scores (1, S) in the features'
     dtype, gradients d score / d boxes (1, S, 4) in the boxes' dtype). :meth:`score` gives the scores only.
