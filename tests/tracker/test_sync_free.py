@@ -130,3 +130,12 @@ def test_cuda_reports_one_synchronisation_per_frame(scene):
         torch.cuda.set_sync_debug_mode("default")
     syncs = [f"{w.filename}:{w.lineno}" for w in record if "synchroniz" in str(w.message)]
     assert len(syncs) == 1, syncs
+
+
+def test_sync_free_on_a_cpu_reads_only_the_output_box_with_the_cpu_kernels_available(scene):
+    """Without the tests' whole-map helper: the sync-free path leaves the CPU kernels and the cell restriction
+    (which read values on the host) to the branching path."""
+    loaded, frames, init = scene
+    _, states, reads = _run(loaded, frames[:6], init, sync_free=True, target_not_found_threshold=-1.0)
+    assert NOT_FOUND not in states  # every frame refined
+    assert all(r == OUTPUT_READ for r in reads), reads

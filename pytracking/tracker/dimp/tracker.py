@@ -215,14 +215,16 @@ class DiMPTracker:
         # maps) or copies it to (W, H * C) for its PyTorch path
         modulated = tuple(head.modulate(modulation, test))
         # the head must be in eval mode; with int8 heads the ascent's per-box Linear products are int8 too.
-        # The graphed and sync-free paths read nothing on the host, so their products run over the whole maps;
-        # the graphed path runs on a CPU only to test the CUDA data flow, so it takes the PyTorch pooling too
+        # The graphed and sync-free paths read nothing on the host (on a CPU they test the CUDA data flow), so
+        # they pool with PyTorch products over the whole maps: the cell restriction and the kernel path read
+        # values on the host
+        pure = self.graphed or self.sync_free
         scorer = BoxScorer(
             head,
             modulated,
             int8=self._int8 is not None and self._int8.box_layers,
-            restrict_cells=False if self.graphed or self.sync_free else None,
-            kernel=False if self.graphed else None,
+            restrict_cells=False if pure else None,
+            kernel=False if pure else None,
         )
 
         def score_fn(boxes: Tensor) -> Tensor:
