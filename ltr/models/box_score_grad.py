@@ -4,9 +4,9 @@ The tracker refines boxes by gradient ascent on :meth:`EnergyBoxHead.score_modul
 steps over about ten boxes per frame. Through autograd every step costs about 150 small operations besides the
 products (graph bookkeeping, dtype copies); :class:`BoxScorer` computes the same score and its gradient with
 a fixed, short list of batched operations, no autograd and no host synchronisation. On a CPU in float32
-the pooling and the box gradient run in a C++ kernel (:mod:`ltr.ops.box_pool_kernel`; each bin's cells
-only), which leaves the per-box Linear layers' products to PyTorch: 2.3x per call with int8 layers at
-DiMP-50's window in a one-off A/B.
+the pooling, the per-box layers' biases and outputs and the box gradient run in C++ kernels
+(:mod:`ltr.ops.box_pool_kernel`; each bin's cells only), which leaves the per-box Linear layers' products to
+PyTorch: 839 -> 319 us per call with int8 layers at DiMP-50's window in a one-off A/B.
 
 The derivation. PrRoIPool (:mod:`ltr.ops.prroi_pool`) pools a bin as ``sum_ij F[c, i, j] wy[q, i] wx[p, j]``
 with ``wx[p, j] = (K(e[p+1] - j) - K(e[p] - j)) / b``: ``K`` the antiderivative of the tent
@@ -208,6 +208,17 @@ class _Geometry(NamedTuple):
     factor: Tensor | None  # (2, S, bins): the level's scale / box length on the grid, 0 for empty boxes
 
 
+class _Edges(NamedTuple):
+    """Both levels' bin edges in one list (E = B2 + 1 + B3 + 1 edges): per edge its level's pixel-to-grid
+    ``scale`` (E,), its level's number of ``bins`` (E,) and ``step`` p / B (E,); the ``grid`` (G,) of cell
+    coordinates 0 .. G - 1, G the largest map side. All in the scorer's wide dtype, on its device."""
+
+    scale: Tensor
+    bins: Tensor
+    step: Tensor
+    grid: Tensor
+
+
 class BoxScorer:
     """f(x, y) of :meth:`EnergyBoxHead.score_modulated` for one image, with its exact box gradient.
 
@@ -287,8 +298,6 @@ class BoxScorer:
         # speed), and the cells of a range of columns and rows are a strided matrix (no copy)
         maps = [f[0].detach() for f in modulated]
         self._maps = maps
-        # the (W, H * C) copies, made on the PyTorch path's first call (see maps_whc)
-        self._maps_whc: list[Tensor] | None = None
         self.restrict = device.type == "cpu" if restrict_cells is None else bool(restrict_cells)
         applies = device.type == "cpu" and dtype == torch.float32
         if kernel and not applies:
@@ -304,11 +313,10 @@ class BoxScorer:
         self.rows = [slice(0, BOX_BINS[0]), slice(BOX_BINS[0] + 1, BOX_BINS[0] + 1 + BOX_BINS[1])]
 
     @functools.cached_property
-    def _edges(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """The PyTorch path's constants, made on its first use (the kernel path needs none): per edge of both
-        levels' bin edges in one list (E = B2 + 1 + B3 + 1 edges) the level's pixel-to-grid scale, its
-        number of bins and p / B, and the grid (G,). Built on the device: a torch.tensor(list, device=cuda)
-        would copy from the host and wait for the stream."""
+    def _edges(self) -> _Edges:
+        """The PyTorch path's constants (:class:`_Edges`), made on its first use (the kernel path needs none).
+        Built on the device: a torch.tensor(list, device=cuda) would copy from the host and wait for the
+        stream."""
         wide, device = self.wide, self.device
 
         def per_edge(values: list[float]) -> Tensor:  # one value per level, repeated over its B + 1 edges
@@ -323,27 +331,7 @@ class BoxScorer:
         bins = per_edge([float(b) for b in BOX_BINS])
         step = torch.cat([torch.arange(b + 1, dtype=wide, device=device) / b for b in BOX_BINS])
         size = max(max(c[1], c[2]) for c in self.shapes)
-        return scale, bins, step, torch.arange(size, dtype=wide, device=device)
-
-    @property
-    def edge_scale(self) -> Tensor:
-        """(E,) the pixel-to-grid scale of each bin edge's level."""
-        return self._edges[0]
-
-    @property
-    def edge_bins(self) -> Tensor:
-        """(E,) the number of bins of each edge's level."""
-        return self._edges[1]
-
-    @property
-    def edge_step(self) -> Tensor:
-        """(E,) p / B of each edge."""
-        return self._edges[2]
-
-    @property
-    def grid(self) -> Tensor:
-        """(G,) the grid's cell coordinates 0 .. G - 1, G the largest map side."""
-        return self._edges[3]
+        return _Edges(scale, bins, step, torch.arange(size, dtype=wide, device=device))
 
     def _xyxy(self, boxes_xywh: Tensor) -> Tensor:
         if (
@@ -361,27 +349,25 @@ class BoxScorer:
     def _geometry(self, xyxy: Tensor, tents: bool) -> _Geometry:
         """The weights of ``prroi_pool_image`` for boxes (S, 4) xyxy pixels, with the same float64 arithmetic."""
         corners = xyxy.to(self.wide).t()  # (4, S)
-        start = corners[:2, :, None] * self.edge_scale  # (2, S, E): box start on each edge's level's grid
-        length = (corners[2:, :, None] * self.edge_scale - start).clamp(min=0)
-        edges = start + length * self.edge_step  # (2, S, E)
-        u = (edges[..., None] - self.grid).clamp(-1.0, 1.0)  # (2, S, E, G)
+        start = corners[:2, :, None] * self._edges.scale  # (2, S, E): box start on each edge's level's grid
+        length = (corners[2:, :, None] * self._edges.scale - start).clamp(min=0)
+        edges = start + length * self._edges.step  # (2, S, E)
+        u = (edges[..., None] - self._edges.grid).clamp(-1.0, 1.0)  # (2, S, E, G)
         cumulative = 0.5 + u - 0.5 * u * u.abs()  # K
         valid = length[..., :-1] > 0  # (2, S, bins); the row between the levels reads level 2's
-        bin_length = length[..., :-1] / self.edge_bins[:-1]
+        bin_length = length[..., :-1] / self._edges.bins[:-1]
         inverse = valid.to(self.wide) / torch.where(valid, bin_length, torch.ones_like(bin_length))
         weights = (cumulative[:, :, 1:] - cumulative[:, :, :-1]) * inverse[..., None]
         if not tents:
             return _Geometry(weights, None, inverse, None)
         safe = torch.where(valid, length[..., :-1], torch.ones_like(bin_length))
-        factor = self.edge_scale[:-1] * valid.to(self.wide) / safe
+        factor = self._edges.scale[:-1] * valid.to(self.wide) / safe
         return _Geometry(weights, 1.0 - u.abs(), inverse, factor)  # k = K' = 1 - |clamp(t, -1, 1)|
 
-    @property
+    @functools.cached_property
     def maps_whc(self) -> list[Tensor]:
-        """Each level's map as (W, H * C), contiguous (the PyTorch path's layout; made once)."""
-        if self._maps_whc is None:
-            self._maps_whc = [m.permute(2, 1, 0).reshape(m.shape[2], -1).contiguous() for m in self._maps]
-        return self._maps_whc
+        """Each level's map as (W, H * C), contiguous: the PyTorch path's layout, made on its first call."""
+        return [m.permute(2, 1, 0).reshape(m.shape[2], -1).contiguous() for m in self._maps]
 
     def _cells(self, xyxy: Tensor) -> list[tuple[slice, slice]]:
         """Per level, the (columns, rows) of the grid that some box's bins weigh on, as slices.
@@ -396,7 +382,7 @@ class BoxScorer:
             return full
         corners = xyxy.to(self.wide)
         # (level, axis) start / end on each level's grid, over all boxes; length clamped at 0 as _geometry
-        scale = torch.stack([self.edge_scale[0], self.edge_scale[-1]])[:, None]  # (2 levels, 1)
+        scale = torch.stack([self._edges.scale[0], self._edges.scale[-1]])[:, None]  # (2 levels, 1)
         low = corners[:, :2].amin(0) * scale  # (level, axis)
         high = torch.maximum(corners[:, 2:], corners[:, :2]).amax(0) * scale
         bounds = torch.stack([low.floor(), high.ceil()], dim=-1).tolist()  # (level, axis, 2)
@@ -566,7 +552,7 @@ class BoxScorer:
         d / d x is d / d (box start) (x moves both edges), d / d w is d / d (box length) (w moves the far one);
         each level's grid coordinates are its scale times the pixel coordinates.
         """
-        scale, step = self.edge_scale[:-1], self.edge_step  # per bin: its level's scale; per edge: p / B
+        scale, step = self._edges.scale[:-1], self._edges.step  # per bin: its level's scale; per edge: p / B
         scaled = grad_w * geo.inverse[..., None]
         upper = (scaled * geo.tents[:, :, 1:]).sum(-1)  # (2, S, bins): tents at each bin's far edge
         lower = (scaled * geo.tents[:, :, :-1]).sum(-1)  # and at its near edge
