@@ -274,34 +274,31 @@ class EnergyBoxHead(nn.Module):
             halo = _halo(conv)
             # cells c0 = ox / s .. ceil(x2 / s) with x2 < ox + align + extent: at most this many
             cells = [min(math.ceil((e + align) / stride) + 1, n) for e, n in ((ew, width), (eh, height))]
-            mask: Tensor | None = None
-            if host_reads:
-                col, row = (round(o / stride) for o in origin_host)
-                for k, (first, n, size) in enumerate(zip((col, row), cells, (width, height), strict=True)):
-                    end = first + n  # exclusive; a box edge at x reads cells up to ceil(x / stride)
+            # the window's first cell (c0, r0): host numbers or a (2,) device tensor
+            start = (
+                [round(o / stride) for o in origin_host] if host_reads else (origin / stride).round().long()
+            )
+            x, mask = None, None
+            for k, (first, n, size) in enumerate(zip(start, cells, (width, height), strict=True)):
+                # a box edge at x reads cells up to ceil(x / stride): exact while that cell was computed
+                end = first + n  # exclusive
+                if host_reads:
                     far_host[k] = min(far_host[k], (end - 1) * stride if end < size else math.inf)
-                top, left = row - halo, col - halo
-                rows, cols = cells[1] + 2 * halo, cells[0] + 2 * halo
-                if top >= 0 and left >= 0 and top + rows <= height and left + cols <= width:
-                    x = feat[:, :, top : top + rows, left : left + cols]  # no cell outside the map: no mask
                 else:
-                    i = torch.arange(top, top + rows, device=device)
-                    j = torch.arange(left, left + cols, device=device)
-                    inside = ((i >= 0) & (i < height))[:, None] & ((j >= 0) & (j < width))[None, :]
-                    mask = inside.to(feat.dtype)
-                    x = _gather_cells(feat, i.clamp(0, height - 1), j.clamp(0, width - 1)) * mask
-            else:
-                start = (origin / stride).round().long()  # (2,) c0, r0
-                index, inside_axes = [], []
-                for k, (n, size) in enumerate(zip(cells, (width, height), strict=True)):
-                    i = start[k] - halo + torch.arange(n + 2 * halo, device=device)
-                    index.append(i.clamp(0, size - 1))
-                    inside_axes.append((i >= 0) & (i < size))
-                    # a box edge at x reads cells up to ceil(x / stride): exact while that cell was computed
-                    end = start[k] + n  # exclusive
                     edge = torch.where(end < size, ((end - 1) * stride).double(), math.inf)
                     far[k] = edge if far[k] is None else torch.minimum(far[k], edge)
-                mask = (inside_axes[1][:, None] & inside_axes[0][None, :]).to(feat.dtype)  # (rows, cols)
+            if host_reads:
+                left, top = (s - halo for s in start)
+                cols, rows = (n + 2 * halo for n in cells)
+                if top >= 0 and left >= 0 and top + rows <= height and left + cols <= width:
+                    x = feat[:, :, top : top + rows, left : left + cols]  # no cell outside the map: no mask
+            if x is None:  # gathered, the cells beyond the map masked to zero
+                index, inside = [], []
+                for first, n, size in zip(start, cells, (width, height), strict=True):
+                    i = first - halo + torch.arange(n + 2 * halo, device=device)
+                    index.append(i.clamp(0, size - 1))
+                    inside.append((i >= 0) & (i < size))
+                mask = (inside[1][:, None] & inside[0][None, :]).to(feat.dtype)  # (rows, cols)
                 x = _gather_cells(feat, index[1], index[0]) * mask
             for block in conv.children():
                 convs = sum(isinstance(m, nn.Conv2d) for m in block.modules())
