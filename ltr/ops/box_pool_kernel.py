@@ -236,6 +236,7 @@ extern "C" int ltr_box_pool_backward(int64_t num_boxes, const float* boxes, cons
     make_axis(ax, box[0], box[2], scale, bins, static_cast<int>(width));
     make_axis(ay, box[1], box[3], scale, bins, static_cast<int>(height));
     if (empty(ax) || empty(ay)) continue;  // every weight of an axis is 0: so is every gradient
+    // the forward call's weights and column products, recomputed: nothing is kept between the two calls
     weights(ax, wide_x, wx);
     weights(ay, wide_y, wy);
     const int xspan = ax.last - ax.first + 1, yspan = ay.last - ay.first + 1;

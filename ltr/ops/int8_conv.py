@@ -133,9 +133,8 @@ class Int8Conv2d:
                 f"{tuple(x.shape)} on {x.device}"
             )
         if quantize_kernel.rows_of_cells(x) and quantize_kernel.available():
-            quantized = quantize_kernel.quantize_window(
-                x
-            )  # the same numbers in one read of the range and one of the values
+            # the same numbers in one read of the range and one of the values
+            quantized = quantize_kernel.quantize_window(x)
         else:
             quantized = quantize_uint8(x)
         if quantized is None:

@@ -139,3 +139,16 @@ def test_sync_free_on_a_cpu_reads_only_the_output_box_with_the_cpu_kernels_avail
     _, states, reads = _run(loaded, frames[:6], init, sync_free=True, target_not_found_threshold=-1.0)
     assert NOT_FOUND not in states  # every frame refined
     assert all(r == OUTPUT_READ for r in reads), reads
+
+
+def test_the_kernel_is_built_at_construction_only_for_trackers_that_use_it(monkeypatch):
+    from ltr.ops import box_pool_kernel
+
+    loaded = random_network("nce_plus_tiny", crop_size=64)
+    built = []
+    monkeypatch.setattr(box_pool_kernel, "available", lambda: built.append(True) or True)
+    for sync_free in (True, False):
+        DiMPTracker(
+            loaded.net, loaded.geometry, DiMPParams(train_setting="nce_plus_tiny", sync_free=sync_free)
+        )
+    assert built == [True]  # the branching tracker's, not the sync-free one's

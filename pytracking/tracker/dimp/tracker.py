@@ -16,8 +16,8 @@ every frame and is kept only on hard negatives). Otherwise (the default on a CPU
 the state is read once and the frame skips the work it does not need. The refinement window is sized from
 the host box and placed on the device (on a CPU, where the branching path also reads the window's corner,
 with host numbers); the refinement scores boxes and takes their gradients in closed form
-(:class:`ltr.models.box_score_grad.BoxScorer`, no autograd; on a CPU its pooling runs in a C++ kernel and
-reads the boxes' cells on the host, elsewhere it reads nothing back). Everything runs under
+(:class:`ltr.models.box_score_grad.BoxScorer`, no autograd; on a CPU's branching path its pooling runs in a
+C++ kernel and reads the boxes' cells on the host, elsewhere it reads nothing back). Everything runs under
 ``torch.inference_mode`` with the weights frozen: it skips the per-operation autograd bookkeeping that
 ``torch.no_grad`` keeps (up to about 1 ms of a CPU frame of small operations; ``benchmarks/tracker_fps.py
 --compare-no-grad``). The tracker's state tensors are therefore inference tensors, to be changed in place
@@ -112,6 +112,10 @@ class DiMPTracker:
         self.sync_free = params.sync_free if params.sync_free is not None else self.device.type == "cuda"
         #: the refinement replayed as a CUDA graph (on a CPU: the same fixed-shape path without one)
         self.graphed = params.refines_in_graph(self.device.type)
+        #: the graphed and sync-free paths read nothing on the host (on a CPU they test the CUDA data flow), so
+        #: their box scorers pool with PyTorch products over the whole maps, without the CPU's cell restriction
+        #: and C++ kernel (both read values on the host)
+        self._host_free_scoring = self.graphed or self.sync_free
         self._refine_graph: GraphedFunction | None = None
         self.generator = torch.Generator().manual_seed(params.seed)
         #: the refinement's random boxes are drawn on the device (a CPU draw would have to be uploaded)
@@ -136,7 +140,7 @@ class DiMPTracker:
                     RuntimeWarning,
                     stacklevel=2,
                 )
-        if self.device.type == "cpu" and params.refine:
+        if self.device.type == "cpu" and params.refine and not self._host_free_scoring:
             # builds the refinement's pooling kernel (once, cached on disk) before the first frame
             box_pool_kernel.available()
         self.frame_num = 0
@@ -214,17 +218,13 @@ class DiMPTracker:
         # any memory layout: BoxScorer takes each map as (H, W, C) for its kernel (a view of channels_last
         # maps) or copies it to (W, H * C) for its PyTorch path
         modulated = tuple(head.modulate(modulation, test))
-        # the head must be in eval mode; with int8 heads the ascent's per-box Linear products are int8 too.
-        # The graphed and sync-free paths read nothing on the host (on a CPU they test the CUDA data flow), so
-        # they pool with PyTorch products over the whole maps: the cell restriction and the kernel path read
-        # values on the host
-        pure = self.graphed or self.sync_free
+        # the head must be in eval mode; with int8 heads the ascent's per-box Linear products are int8 too
         scorer = BoxScorer(
             head,
             modulated,
             int8=self._int8 is not None and self._int8.box_layers,
-            restrict_cells=False if pure else None,
-            kernel=False if pure else None,
+            restrict_cells=False if self._host_free_scoring else None,
+            kernel=False if self._host_free_scoring else None,
         )
 
         def score_fn(boxes: Tensor) -> Tensor:
