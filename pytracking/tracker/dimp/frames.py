@@ -3,6 +3,20 @@
 On a CPU device numpy frames stay numpy (H, W, 3) and are cropped with the shared crop function's OpenCV path
 (fast on uint8: only the crop is converted to float); otherwise the frame becomes one (3, H, W) float32 tensor
 on the device and is cropped with the shared crop function's ``grid_sample`` path.
+
+What the tracker's Python API accepts (the same rules the command-line tools apply to their inputs):
+
+- **Frame dtype.** ``uint8`` is the expected pixel type (0..255). Floating-point frames (float16/32/64) are
+  taken as pixel values on the same 0..255 scale, unchanged. Every other dtype (``uint16``, signed integers,
+  ``bool``, ...) is refused with :class:`TrackerInputError`: the tracker does not guess a bit depth (16-bit
+  sensors often fill only 10 or 12 bits), so the caller scales, e.g. ``(frame >> 8).astype(np.uint8)`` for
+  full-range 16-bit data. :func:`prepare_frame` and :func:`frame_to_tensor` check the dtype of every frame
+  (no pixel is read); :func:`validate_frame` also checks a float frame's values (finite, within 0..255, and
+  not all within 0..1, which is a 0..1-scaled image: multiply it by 255), once, on the first frame.
+- **Initial box.** :func:`validate_init_box`: four finite numbers x, y, w, h with w > 0 and h > 0 (xywh
+  image pixels), overlapping the frame when its size is given.
+- **Frame size.** One size per sequence: :func:`check_frame_size` refuses a frame whose (width, height)
+  differs from the first frame's, naming the frame (the scale of every box would jump otherwise).
 """
 
 from __future__ import annotations
@@ -15,20 +29,139 @@ from ltr.data.crop import CropTransform, sample_target_crop, sample_target_crops
 
 Frame = np.ndarray | Tensor
 
+_FLOAT_NUMPY = (np.float16, np.float32, np.float64)
+_FLOAT_TORCH = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+class TrackerInputError(ValueError):
+    """A frame or box given to the tracker is unusable; the message says what is wrong and what to pass."""
+
+
+class FrameSizeError(TrackerInputError):
+    """A frame's size differs from the first frame's of the sequence."""
+
+
+def check_frame_dtype(frame: Frame) -> None:
+    """Refuse frames whose pixel type is neither uint8 nor floating point (see the module docstring).
+
+    Reads no pixel (only the dtype), so it costs nothing per frame and never waits for a device.
+    """
+    if isinstance(frame, np.ndarray):
+        dtype, ok = frame.dtype, frame.dtype == np.uint8 or frame.dtype in _FLOAT_NUMPY
+    elif isinstance(frame, Tensor):
+        dtype, ok = frame.dtype, frame.dtype == torch.uint8 or frame.dtype in _FLOAT_TORCH
+    else:
+        raise TrackerInputError(f"frame must be a numpy array or torch tensor, got {type(frame).__name__}")
+    if ok:
+        return
+    if str(dtype).endswith("uint16"):
+        advice = (
+            "scale it to 8 bits first, e.g. (frame >> 8).astype(np.uint8) for full-range 16-bit data "
+            "(the tracker does not guess the bit depth)"
+        )
+    else:
+        advice = "convert it, e.g. frame.astype(np.uint8) when its values are 0..255"
+    raise TrackerInputError(
+        f"frame dtype {dtype} is not supported: pass uint8 (0..255) or floats on the 0..255 scale; {advice}"
+    )
+
+
+def validate_frame(frame: Frame) -> None:
+    """Full check of a first frame: layout, dtype and, for floating-point frames, the values.
+
+    A float frame must be finite and within 0..255, and not entirely within 0..1 (a 0..1-scaled image:
+    multiply it by 255). Reading the values costs one pass over the frame (and, on a device, a wait for
+    it), which is why the tracker does this once per sequence and :func:`prepare_frame` only checks dtypes.
+    """
+    check_frame_dtype(frame)
+    if isinstance(frame, np.ndarray):
+        _rgb_numpy(frame)  # layout errors: shape, channels, empty sides
+        if frame.dtype == np.uint8:
+            return
+        finite = bool(np.isfinite(frame).all())
+        low, high = (float(np.min(frame)), float(np.max(frame))) if finite else (0.0, 0.0)
+    else:
+        _tensor_chw(frame.shape)
+        if frame.dtype == torch.uint8:
+            return
+        f = frame.detach().float()
+        low, high, finite_f = torch.stack([f.min(), f.max(), torch.isfinite(f).all().float()]).tolist()
+        finite = bool(finite_f)
+    if not finite:
+        raise TrackerInputError("frame holds NaN or infinite values")
+    if low < 0.0 or high > 255.0:
+        raise TrackerInputError(
+            f"float frame values span {low:g}..{high:g}; float frames must hold pixel values 0..255"
+        )
+    if high <= 1.0:
+        raise TrackerInputError(
+            f"float frame values span {low:g}..{high:g}: a 0..1-scaled image? float frames must hold "
+            "pixel values 0..255 (multiply by 255)"
+        )
+
+
+def validate_init_box(box_xywh: object, frame_wh: tuple[int, int] | None = None) -> np.ndarray:
+    """The initial box as (4,) float64 xywh image pixels, or :class:`TrackerInputError` saying why not.
+
+    It must be four finite numbers with w > 0 and h > 0 (the command-line tools refuse the same boxes); with
+    ``frame_wh`` = (width, height) it must also overlap the frame.
+    """
+    try:
+        box = np.asarray(box_xywh, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as err:
+        raise TrackerInputError(f"init box must be 4 numbers x, y, w, h; got {box_xywh!r}") from err
+    if box.shape != (4,) or not np.isfinite(box).all():
+        raise TrackerInputError(f"init box must be 4 finite numbers x, y, w, h; got {box_xywh!r}")
+    if not (box[2] > 0 and box[3] > 0):
+        raise TrackerInputError(f"init box must have w > 0 and h > 0; got x, y, w, h = {box.tolist()}")
+    if frame_wh is not None:
+        w, h = frame_wh
+        if box[0] >= w or box[1] >= h or box[0] + box[2] <= 0 or box[1] + box[3] <= 0:
+            raise TrackerInputError(
+                f"init box x, y, w, h = {box.tolist()} lies entirely outside the {w}x{h} frame"
+            )
+    return box
+
+
+def input_frame_wh(frame: Frame) -> tuple[int, int]:
+    """(width, height) of a frame as given to the tracker: numpy (H, W[, C]) or tensor (C, H, W) / (H, W)."""
+    if isinstance(frame, np.ndarray) or frame.dim() == 2:
+        return int(frame.shape[1]), int(frame.shape[0])
+    return int(frame.shape[2]), int(frame.shape[1])
+
+
+def check_frame_size(
+    frame: Frame, expected_wh: tuple[int, int], *, index: int | None = None, source: str | None = None
+) -> None:
+    """Refuse a frame whose (width, height) differs from ``expected_wh`` (the sequence's first frame's).
+
+    ``index`` (0-based frame number) and ``source`` (e.g. the image file) name the frame in the message.
+    """
+    wh = input_frame_wh(frame)
+    if wh == tuple(expected_wh):
+        return
+    what = "frame" if index is None else f"frame {index}"
+    if source:
+        what += f" ({source})"
+    raise FrameSizeError(
+        f"{what} is {wh[0]}x{wh[1]} pixels but the sequence started at {expected_wh[0]}x{expected_wh[1]}; "
+        "the tracker needs one frame size per sequence (initialise it again for a new size)"
+    )
+
 
 def _rgb_numpy(frame: np.ndarray) -> np.ndarray:
     if frame.ndim == 2:
         frame = frame[:, :, None]
     if frame.ndim != 3:
-        raise ValueError(f"frame must be an (H, W) or (H, W, C) array, got shape {frame.shape}")
+        raise TrackerInputError(f"frame must be an (H, W) or (H, W, C) array, got shape {frame.shape}")
     h, w, c = frame.shape
     if h < 1 or w < 1:
-        raise ValueError(f"frame has an empty side: (H, W, C) = {(h, w, c)}")
+        raise TrackerInputError(f"frame has an empty side: (H, W, C) = {(h, w, c)}")
     if c in (1, 2):
         return np.ascontiguousarray(np.repeat(frame[:, :, :1], 3, axis=2))
     if c in (3, 4):
         return np.ascontiguousarray(frame[:, :, :3])
-    raise ValueError(f"frame must have 1, 2, 3 or 4 channels, got {c}")
+    raise TrackerInputError(f"frame must have 1, 2, 3 or 4 channels, got {c}")
 
 
 def upload(data, device: torch.device, dtype: torch.dtype | None = None) -> Tensor:
@@ -49,33 +182,41 @@ def upload(data, device: torch.device, dtype: torch.dtype | None = None) -> Tens
 def frame_to_tensor(frame: Frame, device: torch.device) -> Tensor:
     """(3, H, W) float32 (pixel values kept, e.g. 0..255) of a frame.
 
-    Accepts numpy (H, W) grayscale, (H, W, 1), (H, W, 2) gray + alpha, (H, W, 3) RGB or (H, W, 4) RGBA of any
-    real dtype, or a torch tensor (C, H, W) / (H, W) with the same channel rules. Alpha is dropped and gray is
-    repeated to three channels.
+    Accepts numpy (H, W) grayscale, (H, W, 1), (H, W, 2) gray + alpha, (H, W, 3) RGB or (H, W, 4) RGBA, or a
+    torch tensor (C, H, W) / (H, W) with the same channel rules. Alpha is dropped and gray is repeated to three
+    channels. The dtype must be uint8 or floating point (:func:`check_frame_dtype`).
     """
+    check_frame_dtype(frame)
     if isinstance(frame, np.ndarray):
         return upload(_rgb_numpy(frame), device).permute(2, 0, 1).float()
-    if not isinstance(frame, Tensor):
-        raise TypeError(f"frame must be a numpy array or torch tensor, got {type(frame).__name__}")
+    c = _tensor_chw(frame.shape)[0]
     t = upload(frame, device)
     if t.dim() == 2:
         t = t[None]
-    if t.dim() != 3:
-        raise ValueError(f"frame tensor must be (C, H, W) or (H, W), got shape {tuple(frame.shape)}")
-    c, h, w = t.shape
-    if h < 1 or w < 1:
-        raise ValueError(f"frame has an empty side: (C, H, W) = {(c, h, w)}")
-    if c in (1, 2):
-        t = t[:1].expand(3, -1, -1)
-    elif c in (3, 4):
-        t = t[:3]
-    else:
-        raise ValueError(f"frame must have 1, 2, 3 or 4 channels, got {c}")
+    t = t[:1].expand(3, -1, -1) if c in (1, 2) else t[:3]
     return t.float()
 
 
+def _tensor_chw(shape: torch.Size) -> tuple[int, int, int]:
+    """(C, H, W) of a (C, H, W) or (H, W) frame tensor's shape; TrackerInputError for other layouts."""
+    if len(shape) == 2:
+        shape = torch.Size((1, *shape))
+    if len(shape) != 3:
+        raise TrackerInputError(f"frame tensor must be (C, H, W) or (H, W), got shape {tuple(shape)}")
+    c, h, w = shape
+    if h < 1 or w < 1:
+        raise TrackerInputError(f"frame has an empty side: (C, H, W) = {(c, h, w)}")
+    if c not in (1, 2, 3, 4):
+        raise TrackerInputError(f"frame must have 1, 2, 3 or 4 channels, got {c}")
+    return c, h, w
+
+
 def prepare_frame(frame: Frame, device: torch.device) -> Frame:
-    """numpy (H, W, 3) RGB for numpy frames on a CPU device, else a (3, H, W) float32 tensor on ``device``."""
+    """numpy (H, W, 3) RGB for numpy frames on a CPU device, else a (3, H, W) float32 tensor on ``device``.
+
+    Frames of a dtype other than uint8 or floating point are refused (:func:`check_frame_dtype`).
+    """
+    check_frame_dtype(frame)
     if isinstance(frame, np.ndarray) and device.type == "cpu":
         rgb = _rgb_numpy(frame)
         return rgb if rgb.dtype in (np.uint8, np.float32) else rgb.astype(np.float32)
