@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from ltr.models.target_classifier.features import ClassifierFeatureHead
 from ltr.models.target_classifier.filter_ops import apply_filter
 from ltr.models.target_classifier.initializer import FilterInitializer
+from ltr.models.target_classifier.newton_kl import SteepestDescentNewtonKL
 from ltr.models.target_classifier.optimizer import OptimizerResult, SteepestDescentGN
 
 
@@ -43,7 +44,7 @@ class LinearFilterClassifier(nn.Module):
         *,
         feature_head: ClassifierFeatureHead,
         initializer: FilterInitializer,
-        optimizer: SteepestDescentGN,
+        optimizer: SteepestDescentGN | SteepestDescentNewtonKL,
         filter_size: int = 4,
     ) -> None:
         super().__init__()

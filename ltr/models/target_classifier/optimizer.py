@@ -87,6 +87,10 @@ class SteepestDescentGN(nn.Module):
         mask_init_factor: the 3 in 3 tanh(2 - d).
     """
 
+    #: No softmax of its own: a tracker that preprocesses scores with a softmax (``softmax_reg``) uses the plain
+    #: one, like :class:`~ltr.models.target_classifier.newton_kl.SteepestDescentNewtonKL` with ``softmax_reg=None``.
+    softmax_reg: float | None = None
+
     def __init__(
         self,
         *,
