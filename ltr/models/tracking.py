@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from torch import Tensor, nn
 
@@ -30,6 +30,7 @@ from ltr.models.target_classifier import (
     FilterInitializer,
     LinearFilterClassifier,
     SteepestDescentGN,
+    SteepestDescentNewtonKL,
     score_map_size,
 )
 
@@ -43,6 +44,13 @@ class NetConfig:
 
     ``label_init_sigma`` is in feature cells (:func:`ltr.data.labels.label_sigma_cells`): output sigma factor
     1/4, search area factor 6, feature size 22.
+
+    ``filter_optimizer`` picks the classifier's filter optimizer: ``"steepest_descent_gn"`` (DiMP's,
+    :class:`SteepestDescentGN`: the ``num_dist_bins`` ... ``label_init_sigma`` fields) or ``"newton_kl"``
+    (PrDiMP's, :class:`SteepestDescentNewtonKL`: the ``kl_*`` fields, defaults PrDiMP-50's; its label sigma
+    of 0.9 cells is output sigma factor 1/4 / search area factor 5 x feature size 18). Both use
+    ``num_optim_iter`` and ``optim_init_step``, ``optim_init_reg``, ``optim_min_reg`` (PrDiMP-50: 1.0, 0.05,
+    0.05). Configs saved without these fields load as DiMP's optimizer.
     """
 
     backbone: str = "resnet50"
@@ -59,6 +67,14 @@ class NetConfig:
     bin_displacement: float = 0.1
     mask_init_factor: float = 3.0
     label_init_sigma: float = 22 * 0.25 / 6.0  # = label_sigma_cells(22, 0.25, 6.0)
+    filter_optimizer: Literal["steepest_descent_gn", "newton_kl"] = "steepest_descent_gn"
+    kl_label_sigma: float = 0.9
+    kl_alpha_eps: float = 0.05
+    kl_normalize_label: bool = True
+    kl_label_threshold: float = 0.0
+    kl_label_shrink: float = 0.0
+    kl_uniform_weight: float = 0.0
+    kl_softmax_reg: float | None = None
     box_ref_channels: tuple[int, int] = (128, 256)
     box_mod_channels: tuple[int, int] = (256, 256)
     box_linear_channels: tuple[int, int] = (256, 256)
@@ -234,6 +250,42 @@ def lr_groups(
     ]
 
 
+def build_filter_optimizer(
+    config: NetConfig, feature_stride: int
+) -> SteepestDescentGN | SteepestDescentNewtonKL:
+    """The filter optimizer that ``config.filter_optimizer`` names, with its fields of ``config``."""
+    if config.filter_optimizer == "newton_kl":
+        return SteepestDescentNewtonKL(
+            num_iter=config.num_optim_iter,
+            feature_stride=feature_stride,
+            init_step_length=config.optim_init_step,
+            init_filter_reg=config.optim_init_reg,
+            min_filter_reg=config.optim_min_reg,
+            label_sigma=config.kl_label_sigma,
+            alpha_eps=config.kl_alpha_eps,
+            normalize_label=config.kl_normalize_label,
+            label_threshold=config.kl_label_threshold,
+            label_shrink=config.kl_label_shrink,
+            uniform_weight=config.kl_uniform_weight,
+            softmax_reg=config.kl_softmax_reg,
+        )
+    if config.filter_optimizer != "steepest_descent_gn":
+        raise ValueError(
+            f"NetConfig.filter_optimizer must be 'steepest_descent_gn' or 'newton_kl', got {config.filter_optimizer!r}"
+        )
+    return SteepestDescentGN(
+        num_iter=config.num_optim_iter,
+        feature_stride=feature_stride,
+        init_step_length=config.optim_init_step,
+        init_filter_reg=config.optim_init_reg,
+        min_filter_reg=config.optim_min_reg,
+        num_bins=config.num_dist_bins,
+        bin_displacement=config.bin_displacement,
+        label_init_sigma=config.label_init_sigma,
+        mask_init_factor=config.mask_init_factor,
+    )
+
+
 def build_dimpnet(config: NetConfig) -> DiMPNet:
     """The :class:`DiMPNet` described by ``config`` (weights fresh, or ImageNet for the backbone)."""
     backbone = ResNetBackbone(
@@ -252,17 +304,7 @@ def build_dimpnet(config: NetConfig) -> DiMPNet:
         initializer=FilterInitializer(
             channels=config.clf_feature_dim, filter_size=config.filter_size, feature_stride=stride
         ),
-        optimizer=SteepestDescentGN(
-            num_iter=config.num_optim_iter,
-            feature_stride=stride,
-            init_step_length=config.optim_init_step,
-            init_filter_reg=config.optim_init_reg,
-            min_filter_reg=config.optim_min_reg,
-            num_bins=config.num_dist_bins,
-            bin_displacement=config.bin_displacement,
-            label_init_sigma=config.label_init_sigma,
-            mask_init_factor=config.mask_init_factor,
-        ),
+        optimizer=build_filter_optimizer(config, stride),
         filter_size=config.filter_size,
     )
     box_head = EnergyBoxHead(
@@ -284,6 +326,7 @@ __all__ = [
     "DiMPTrainOutput",
     "NetConfig",
     "build_dimpnet",
+    "build_filter_optimizer",
     "lr_groups",
     "tiny_net_config",
 ]
