@@ -35,7 +35,8 @@ def _module_prefix(net: nn.Module, module: nn.Module) -> str:
     raise ValueError(f"{type(module).__name__} given as an LR group is not a submodule of the network")
 
 
-def _matches(name: str, prefix: str) -> bool:
+def prefix_matches(name: str, prefix: str) -> bool:
+    """Whether parameter/module ``name`` lies under module path ``prefix`` (``""`` matches everything)."""
     return prefix == "" or name == prefix or name.startswith(prefix + ".")
 
 
@@ -69,7 +70,7 @@ def resolve_param_groups(
     for name, param in net.named_parameters():
         if not param.requires_grad:
             continue
-        best = max((p for p, _ in specs if _matches(name, p)), key=len, default=None)
+        best = max((p for p, _ in specs if prefix_matches(name, p)), key=len, default=None)
         if best is None:
             unassigned.append(name)
         else:
