@@ -20,13 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ltr.data.config import DataConfig
-from ltr.models.tracking import NetConfig
+from ltr.models.tracking import NetConfig, lr_groups
 from ltr.trainers import TrainerConfig
 
 #: The proposal/noise density of the box losses: equal-weight mixture, std (0.05, 0.5) on all 4 rel coords.
 PROPOSAL_SIGMAS = ((0.05, 0.05, 0.05, 0.05), (0.5, 0.5, 0.5, 0.5))
 #: Box candidates per test frame (the paper's M).
 NUM_CANDIDATES = 128
+#: The trainable parts of DiMPNet, named by module prefix (its LR groups); ``train_parts`` picks among them.
+PARTS = tuple(prefix for prefix, _ in lr_groups())
 
 
 @dataclass
@@ -48,6 +50,15 @@ class DiMPTrainConfig:
     candidates with it and the actor computes the loss with the same method object.
     ``dataset_options`` holds extra keyword options for the dataset factories, per dataset name (TrackingNet
     ``chunks``) or per ``name:split`` spec (that split only).
+
+    ``init_from`` (a checkpoint of this toolkit, e.g. one converted from pytracking by
+    ``ltr.admin.import_pytracking``) gives the initial weights of every part: its ``net`` config must equal
+    ``net`` (except ``pretrained`` and ``frozen_layers``, which say how a network is initialised and
+    trained, not what it is), and no ImageNet weights are read. ``train_parts`` names the parts that train
+    (entries of :data:`PARTS`, or ``classifier`` for its three); the others are frozen: no gradient, and
+    BatchNorm in eval mode. Both are read by the training run only: :func:`ltr.models.tracking.build_dimpnet`
+    sees ``net`` alone, so a trained network is rebuilt from its saved config without the initial file, and
+    ``--resume`` continues from the run's own checkpoints.
     """
 
     net: NetConfig = field(default_factory=NetConfig)
@@ -56,6 +67,8 @@ class DiMPTrainConfig:
     lr: LRConfig = field(default_factory=LRConfig)
     box_weight: float = 0.01
     dataset_options: dict[str, Any] = field(default_factory=lambda: {"trackingnet": {"chunks": [0, 1, 2, 3]}})
+    init_from: str | None = None
+    train_parts: tuple[str, ...] = PARTS
 
 
 def box_method_kwargs(method: str) -> dict[str, Any]:

@@ -8,14 +8,23 @@ respectively, as with the reference's loaders).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ltr.admin.checkpoint import latest_checkpoint, run_dir
 from ltr.admin.config import ConfigError, to_dict
 from ltr.admin.paths import DATASET_VARS, lookup
 from ltr.dataset.base import DatasetError, SequenceDataset
 from ltr.train_settings.dimp.base import DiMPTrainConfig
+from ltr.train_settings.dimp.initial import (
+    PartlyFrozenActor,
+    apply_initial_weights,
+    check_train_parts,
+    frozen_parts,
+    load_initial_weights,
+)
 
 #: Datasets that ship with the code (no environment variable needed).
 EMBEDDED = ("synthetic",)
@@ -31,11 +40,13 @@ def parse_dataset_spec(spec: str) -> tuple[str, str | None]:
 
 
 def preflight(config: DiMPTrainConfig, setting: str) -> None:
-    """Fail at once, before anything is built, when datasets or pretrained weights are missing.
+    """Fail at once, before anything is built, when datasets or pretrained weights are missing or
+    ``train_parts`` names no part.
 
     The error names every missing environment variable (and weights file) together, and points to the
     setting that runs on the embedded data.
     """
+    check_train_parts(config.train_parts)
     specs = list(config.data.datasets) + list(config.data.val_datasets)
     missing: list[str] = []
     for spec in specs:
@@ -55,7 +66,7 @@ def preflight(config: DiMPTrainConfig, setting: str) -> None:
     problems = []
     if missing:
         problems.append("dataset roots are not configured: " + "; ".join(dict.fromkeys(missing)))
-    if config.net.pretrained:
+    if config.net.pretrained and config.init_from is None:  # init_from gives every weight
         from ltr.models.backbone import pretrained_weights_path
 
         weights = pretrained_weights_path(config.net.backbone)
@@ -99,23 +110,36 @@ def train(
 ) -> list[dict[str, Any]]:
     """Train ``config`` as ``setting`` (``"dimp/<name>"``) into ``<workspace>/checkpoints/dimp/<name>``.
 
-    Returns the stats history (one record per epoch and phase).
+    With ``config.init_from`` the network starts from that checkpoint's weights (unless ``resume`` finds a
+    checkpoint of this run, which then gives every weight); the parts not in ``config.train_parts`` are
+    frozen. Returns the stats history (one record per epoch and phase).
     """
     preflight(config, setting)
-    from ltr.actors import DiMPActor
+    initial = None
+    if config.init_from is not None and not (resume and latest_checkpoint(run_dir(workspace, setting))):
+        initial = load_initial_weights(config.init_from, config.net)
     from ltr.data.loader import TrainingLoader
     from ltr.data.sampler import TrackingSampler
     from ltr.ebm import build_method
     from ltr.models.tracking import build_dimpnet, lr_groups
     from ltr.trainers import build_trainer, finish, prepare, resolve_device
+    from ltr.trainers.freeze import freeze_parts
 
     info = prepare(device, config.trainer.seed)
     try:
         dev = resolve_device(device, info)
-        net = build_dimpnet(config.net)
+        pretrained = config.net.pretrained and config.init_from is None
+        net = build_dimpnet(dataclasses.replace(config.net, pretrained=pretrained))
+        if initial is not None:
+            apply_initial_weights(net, initial, config.init_from)
+        frozen = frozen_parts(config)
+        freeze_parts(net, frozen)
         data = config.data
-        actor = DiMPActor(
-            net, build_method(data.box_method, **dict(data.box_method_kwargs)), config.box_weight
+        actor = PartlyFrozenActor(
+            net,
+            build_method(data.box_method, **dict(data.box_method_kwargs)),
+            config.box_weight,
+            frozen=frozen,
         )
         train_sets = build_datasets(data.datasets, config.dataset_options)
         train_loader = TrainingLoader(
@@ -138,7 +162,7 @@ def train(
         trainer = build_trainer(
             actor=actor,
             net=net,
-            lr_groups=lr_groups(**to_dict(config.lr)),
+            lr_groups=[g for g in lr_groups(**to_dict(config.lr)) if g[0] not in frozen],
             train_loader=train_loader,
             val_loader=val_loader,
             cfg=config.trainer,
