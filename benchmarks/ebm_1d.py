@@ -5,9 +5,7 @@ For each method, in the same process and with one intra-op thread:
 - baseline: ``ltr.regression_1d.single`` -- one ``Toy1DNet`` (nn.Module), a shuffled DataLoader with
   batches of 32, the ltr.ebm loss per batch, Adam; the way the reference trains its 20 models one by one.
 - ensemble: ``ltr.regression_1d.ensemble.train_ensemble`` -- R models with stacked weights trained at
-  once (with the fused CPU kernels: ``fused`` for the first-derivative methods, plus ``fused_is`` for the
-  losses of ML-IS, KLD-IS, NCE and NCE+, ``fused_mcmc`` for ML-MCMC's Langevin chains, ``fused_dsm`` and
-  ``fused_sm`` for DSM and SM).
+  once by batched matrix products.
 
 Both sides train on the full 2000-point dataset; the numbers are process CPU seconds (robust on a shared
 machine) and wall seconds, per epoch and per model, and the ratio baseline / ensemble.
@@ -39,7 +37,7 @@ def _timed(fn) -> tuple[float, float]:
 def measure(setting: str, *, epochs: int, runs: int, dataset: int = 1) -> dict[str, float]:
     """CPU and wall seconds per epoch per model of both trainers for one setting."""
     config = SETTINGS[setting]().replace(dataset=dataset, epochs=epochs)
-    train_single(config.replace(epochs=1))  # warm-up (allocator, kernel build/load)
+    train_single(config.replace(epochs=1))  # warm-up (allocator)
     train_ensemble(config.replace(epochs=1), 2)
     base_cpu, base_wall = _timed(lambda: train_single(config))
     ens_cpu, ens_wall = _timed(lambda: train_ensemble(config, runs))

@@ -1,6 +1,6 @@
 """Plain C++ kernels for the CPU, built on first use and called through ctypes.
 
-Some hot loops (the 1D study's per-candidate networks, the tracker's box pooling) run faster as a few
+Some hot loops (the tracker's box pooling and quantisation) run faster as a few
 hundred lines of C++ than as dozens of small PyTorch operations. The kernels include no PyTorch header, so
 they compile in about a second: :func:`compile_library` builds a source once with the system's ``c++``
 ($CXX) into a per-user cache ($LTR_KERNEL_CACHE or ~/.cache/ebmtrack, keyed by the source, the flags and

@@ -148,7 +148,6 @@ def run_cell(
         "eval_seconds": eval_seconds,
         "final_loss": training.losses[-1].tolist(),
         "torch_threads": torch.get_num_threads(),
-        "fused_kernel": training.extra["fused"],
     }
     save_json(cell, path)
     return cell
