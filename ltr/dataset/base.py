@@ -51,6 +51,42 @@ def read_image_rgb(path: str | Path) -> np.ndarray:
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
 
 
+_JPEG_SUFFIXES = (".jpg", ".jpeg", ".jpe")
+
+
+def image_problem(data: bytes, suffix: str) -> str | None:
+    """Why the encoded image ``data`` (a file's bytes, ``suffix`` its extension) is incomplete, or None.
+
+    OpenCV decodes a truncated JPEG without an error (the missing rows come out grey, libjpeg only prints a
+    warning), so JPEGs are checked for their end-of-image marker after the last start-of-scan marker (a
+    thumbnail's own end marker comes before the main image's scans). Other formats fail to decode when cut
+    short, which :func:`read_image_checked` reports.
+    """
+    if suffix.lower() in _JPEG_SUFFIXES and data[:2] == b"\xff\xd8":
+        if data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
+            return "truncated JPEG (no end-of-image marker after the last scan)"
+    return None
+
+
+def read_image_checked(path: str | Path) -> np.ndarray:
+    """Decode an image file thoroughly: (H, W, C) or (H, W) as stored, or :class:`DatasetError` naming the
+    file when it cannot be read, is truncated (:func:`image_problem`) or does not decode."""
+    import cv2
+
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise DatasetError(f"cannot read frame image {path} ({err.strerror or type(err).__name__})") from err
+    problem = image_problem(data, path.suffix)
+    if problem is not None:  # not decoded: libjpeg would print its own warning for each such frame
+        raise DatasetError(f"{path}: {problem}")
+    img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED) if data else None
+    if img is None:
+        raise DatasetError(f"{path}: not a readable image (empty, truncated or not an image format)")
+    return img
+
+
 @dataclass
 class Sequence:
     """One annotated video (or a single image, for COCO).
@@ -101,7 +137,11 @@ class Sequence:
 
     @property
     def init_box(self) -> np.ndarray:
-        """The first frame's box, (4,) xywh."""
+        """The first frame's box, (4,) xywh; :class:`DatasetError` when the sequence has no annotation row."""
+        if len(self.boxes) == 0:
+            raise DatasetError(
+                f"sequence {self.name!r} has no annotation rows (not even the first frame's box)"
+            )
         return self.boxes[0].copy()
 
 

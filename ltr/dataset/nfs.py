@@ -23,7 +23,7 @@ import numpy as np
 from ltr.admin.paths import dataset_root
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
 from ltr.dataset.common import build_sequence, read_boxes_and_frames
-from ltr.dataset.textio import list_frames, parse_float, read_lines
+from ltr.dataset.textio import list_frames, parse_float, read_lines, require_rows
 
 FPS_RATIO = 8  # 240 fps / 30 fps
 
@@ -31,7 +31,7 @@ FPS_RATIO = 8  # 240 fps / 30 fps
 def read_vatic(path: Path) -> np.ndarray:
     """VATIC rows -> (M, 8) float: track, xmin, ymin, xmax, ymax, frame, lost, occluded (label dropped)."""
     rows = []
-    for lineno, line in enumerate(read_lines(path), start=1):
+    for lineno, line in enumerate(require_rows(read_lines(path), path, 8), start=1):
         text = line.strip()
         if not text:
             continue

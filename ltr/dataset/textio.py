@@ -29,7 +29,8 @@ def read_lines(
 ) -> list[str]:
     """The file's lines without line terminators; trailing blank lines dropped (a UTF-8 BOM too).
 
-    A missing file raises ``error("{what} not found: {path}")``, undecodable bytes
+    A missing file raises ``error("{what} not found: {path}")``, one that cannot be read (a folder, no
+    permission) ``error("{path}: cannot read the {what} (...)")``, undecodable bytes
     ``error("{path}: not a UTF-8 text file (...)")``; ``what``/``error`` let other readers (tracker result
     files in :mod:`eval.result_files`) keep their own wording and exception type.
     """
@@ -40,6 +41,8 @@ def read_lines(
         raise error(f"{what} not found: {path}") from err
     except UnicodeDecodeError as err:
         raise error(f"{path}: not a UTF-8 text file ({err.reason})") from err
+    except OSError as err:
+        raise error(f"{path}: cannot read the {what} ({err.strerror or type(err).__name__})") from err
     lines = text.splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
@@ -76,13 +79,27 @@ def _fast_rows(lines: list[str], ncols: int) -> np.ndarray | None:
     return data if data.shape == (len(lines), ncols) else None
 
 
+def require_rows(lines: list[str], path: Path, ncols: int = 4) -> list[str]:
+    """``lines`` of an annotation file, or :class:`DatasetError` naming the file when it has none.
+
+    An empty ground-truth file is never a valid annotation: a sequence needs at least its first frame's box.
+    """
+    if not any(line.strip() for line in lines):
+        what = "x,y,w,h row" if ncols == 4 else f"row of {ncols} numbers"
+        raise DatasetError(
+            f"{path}: empty annotation file (expected one {what} per frame, at least the first)"
+        )
+    return lines
+
+
 def read_rows(path: str | Path, ncols: int = 4) -> np.ndarray:
     """Read one row of ``ncols`` numbers per line (boxes: xywh), as (N, ncols) float64.
 
-    ``nan``/``NaN`` tokens are kept. Blank lines inside the file are an error (they would shift frames).
+    ``nan``/``NaN`` tokens are kept. Blank lines inside the file are an error (they would shift frames), and
+    so is a file without any row (:func:`require_rows`).
     """
     path = Path(path)
-    lines = read_lines(path)
+    lines = require_rows(read_lines(path), path, ncols)
     fast = _fast_rows(lines, ncols)
     if fast is not None:
         return fast

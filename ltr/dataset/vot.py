@@ -19,7 +19,7 @@ import numpy as np
 
 from ltr.admin.paths import dataset_root
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
-from ltr.dataset.textio import parse_float, read_flags_per_line, read_lines, split_numbers
+from ltr.dataset.textio import parse_float, read_flags_per_line, read_lines, require_rows, split_numbers
 
 _PRINTF = re.compile(r"%0?(\d*)d")
 
@@ -61,7 +61,7 @@ def mask_box(values: list[float], path: Path, lineno: int) -> list[float]:
 def read_regions(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """``groundtruth.txt`` -> boxes (N, 4) xywh (NaN = unknown) and codes (N,) (special code or -1)."""
     boxes, codes = [], []
-    for lineno, line in enumerate(read_lines(path), start=1):
+    for lineno, line in enumerate(require_rows(read_lines(path), path), start=1):
         text = line.strip()
         is_mask = text.startswith("m")
         tokens = split_numbers(text[1:] if is_mask else text)

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from ltr.dataset.base import DatasetError
+from ltr.dataset.base import DatasetError, Sequence
 from ltr.dataset.folder import FolderDataset, folder_dataset
 
 from .fixtures import frame_value, make_folder_sequence, write_text
@@ -72,15 +72,42 @@ def test_folder_factory_names_the_variable(monkeypatch, tmp_path):
     assert not math.isnan(folder_dataset(root=tmp_path / "d").get_sequence("s").boxes[0, 0])
 
 
+@pytest.mark.filterwarnings("ignore:.*1 annotation rows but 0 frames")
 def test_iteration_skips_empty_sequences_with_a_warning(tmp_path):
     make_folder_sequence(tmp_path, "full", [[1, 1, 2, 2]] * 2)
     empty = tmp_path / "empty"
-    (empty / "img").mkdir(parents=True)
-    write_text(empty / "groundtruth_rect.txt", "")
+    (empty / "img").mkdir(parents=True)  # no frames: an empty sequence, whatever its annotation says
+    write_text(empty / "groundtruth_rect.txt", "1,1,2,2\n")
     ds = FolderDataset(tmp_path)
     with pytest.warns(UserWarning, match="skipping empty sequence 'empty'"):
         names = [seq.name for seq in ds]
     assert names == ["full"]
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "  \r\n"])
+def test_empty_annotation_file_is_an_error_naming_it(tmp_path, text):
+    seq_dir = make_folder_sequence(tmp_path, "s", [[1, 2, 3, 4]] * 3)
+    write_text(seq_dir / "groundtruth_rect.txt", text)
+    with pytest.raises(DatasetError, match=r"s/groundtruth_rect.txt: empty annotation file"):
+        FolderDataset(tmp_path).get_sequence("s")
+
+
+def test_unreadable_annotation_file_is_an_error_naming_it(tmp_path):
+    seq_dir = make_folder_sequence(tmp_path, "s", [[1, 2, 3, 4]] * 3)
+    (seq_dir / "groundtruth_rect.txt").unlink()
+    (seq_dir / "groundtruth_rect.txt").mkdir()  # a folder where the file should be
+    with pytest.raises(DatasetError, match=r"s/groundtruth_rect.txt: cannot read the annotation file"):
+        FolderDataset(tmp_path).get_sequence("s")
+    (seq_dir / "groundtruth_rect.txt").rmdir()
+    (seq_dir / "groundtruth_rect.txt").write_bytes(b"\xff\xfe\x00\x01binary")
+    with pytest.raises(DatasetError, match=r"s/groundtruth_rect.txt: not a UTF-8 text file"):
+        FolderDataset(tmp_path).get_sequence("s")
+
+
+def test_a_sequence_without_rows_has_no_init_box(tmp_path):
+    seq = Sequence(name="bare", boxes=np.zeros((0, 4)), frame_loader=lambda i: np.zeros((2, 2, 3), np.uint8))
+    with pytest.raises(DatasetError, match="sequence 'bare' has no annotation rows"):
+        _ = seq.init_box
 
 
 def test_trailing_separators_and_leading_blanks_are_tolerated(tmp_path):
