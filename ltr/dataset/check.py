@@ -1,8 +1,11 @@
 """Check a dataset on disk: ``python -m ltr.dataset.check <dataset> [--root DIR] [--split S] [--json FILE]``.
 
 For every sequence it reports the frame count, the number of valid and visible frames and the first box, and
-collects problems: unreadable or malformed annotation files (with file and line), missing frame files,
-frame count vs annotation row mismatches, empty sequences and sequences whose first frame has no valid box.
+collects problems: unreadable, empty or malformed annotation files (with file and line), missing frame
+files, frame count vs annotation row mismatches, empty sequences and sequences whose first frame has no valid
+box. ``--decode`` (the slow, thorough mode, with a progress bar over all frames) also decodes every frame and
+reports unreadable and truncated images and frames whose size differs from the sequence's first frame (the
+tracker refuses such a sequence).
 Exit status: 0 when nothing is wrong, 1 when problems were found, 2 when the dataset cannot be opened.
 JSON output: ``{"dataset": ..., "sequences": {"<name>": {"frames": n, "valid": n, "visible": n,
 "first_box": [x, y, w, h]}}, "problems": ["..."]}`` (NaN boxes as null).
@@ -15,13 +18,14 @@ import json
 import math
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from ltr.admin.io import atomic_write_text
-from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
+from ltr.dataset.base import DatasetError, Sequence, SequenceDataset, read_image_checked
 from ltr.dataset.registry import DATASETS, get_dataset
 
 
@@ -54,8 +58,11 @@ def _box_json(box: Any) -> list[float | None]:
     return [None if not math.isfinite(float(v)) else float(v) for v in box]
 
 
-def check_sequence(seq: Sequence, decode: bool = False) -> tuple[dict[str, Any], list[str]]:
-    """Summary dict and problems of one loaded sequence (frame files are checked for existence)."""
+def check_sequence(
+    seq: Sequence, decode: bool = False, advance: Callable[[int], object] | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """Summary dict and problems of one loaded sequence (frame files are checked for existence; with
+    ``decode`` every frame is decoded, see :func:`decode_frames`, and ``advance(1)`` is called per frame)."""
     problems = [f"{seq.name}: {p}" for p in seq.attributes.get("problems", [])]
     n = len(seq)
     info = {
@@ -76,13 +83,57 @@ def check_sequence(seq: Sequence, decode: bool = False) -> tuple[dict[str, Any],
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
             problems.append(f"{seq.name}: missing frame {missing[0]}{more}")
-        elif decode:
-            for index in {0, n - 1}:
-                try:
-                    seq.frame(index)
-                except DatasetError as err:
-                    problems.append(f"{seq.name}: {err}")
+            return info, problems
+    if decode:
+        problems.extend(decode_frames(seq, advance))
     return info, problems
+
+
+def decode_frames(seq: Sequence, advance: Callable[[int], object] | None = None) -> list[str]:
+    """Decode every frame of ``seq``; problems: each unreadable or truncated image (by file), and one line
+    for the frames whose (width, height) differs from the first frame's (how many, and the first of them).
+
+    ``advance(1)`` is called after each frame (a progress bar's ``update``).
+    """
+    import cv2
+
+    problems: list[str] = []
+    first: tuple[tuple[int, int], str] | None = None
+    other_size: list[tuple[str, tuple[int, int]]] = []
+    level = cv2.utils.logging.getLogLevel()
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)  # the problems are reported here
+    try:
+        for i in range(len(seq)):
+            where = str(seq.frame_paths[i]) if seq.frame_paths is not None else f"frame {i}"
+            try:
+                img = read_image_checked(seq.frame_paths[i]) if seq.frame_paths is not None else seq.frame(i)
+            except DatasetError as err:
+                problems.append(f"{seq.name}: {err}")
+                continue
+            finally:
+                if advance is not None:
+                    advance(1)
+            size = (int(img.shape[1]), int(img.shape[0]))
+            if first is None:
+                first = (size, where)
+            elif size != first[0]:
+                other_size.append((where, size))
+    finally:
+        cv2.utils.logging.setLogLevel(level)
+    if other_size and first is not None:
+        (w0, h0), where0 = first
+        where, (w, h) = other_size[0]
+        problems.append(
+            f"{seq.name}: {len(other_size)} frame(s) differ in size from the first frame {where0} ({w0}x{h0}), "
+            f"the first of them {where} ({w}x{h}); the tracker refuses such a sequence"
+        )
+    return problems
+
+
+def _load(dataset: SequenceDataset, name: str) -> Sequence:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # readers also record these as problems
+        return dataset.get_sequence(name)
 
 
 def check_dataset(
@@ -92,22 +143,35 @@ def check_dataset(
     decode: bool = False,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Check every (or the named) sequence; returns the JSON-ready report."""
+    """Check every (or the named) sequence; returns the JSON-ready report.
+
+    With ``decode``, a second pass decodes every frame of the sequences whose frame files all exist, with a
+    progress bar over all of their frames.
+    """
     names = sequences or dataset.sequence_names()
     report: dict[str, Any] = {"dataset": dataset.name, "sequences": {}, "problems": []}
+    complete: list[str] = []  # sequences whose frames can all be decoded
     for name in tqdm(
         names, desc=f"checking {dataset.name}", unit="seq", disable=not progress, file=sys.stderr
     ):
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # readers also record these as problems
-                seq = dataset.get_sequence(name)
+            seq = _load(dataset, name)
         except (DatasetError, KeyError) as err:
             report["problems"].append(f"{name}: {err}")
             continue
-        info, problems = check_sequence(seq, decode=decode)
+        info, problems = check_sequence(seq)
         report["sequences"][name] = info
         report["problems"].extend(problems)
+        if info["frames"] and not any(p.startswith(f"{name}: missing frame") for p in problems):
+            complete.append(name)
+    if decode:
+        total = sum(report["sequences"][n]["frames"] for n in complete)
+        with tqdm(
+            total=total, desc=f"decoding {dataset.name}", unit="frame", disable=not progress, file=sys.stderr
+        ) as bar:
+            # each sequence is loaded again: cheap next to decoding, and no frame lists are kept in memory
+            for name in complete:
+                report["problems"].extend(decode_frames(_load(dataset, name), bar.update))
     return report
 
 
@@ -126,7 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the report as JSON to this file")
     parser.add_argument("--sequence", action="append", help="check only this sequence (repeatable)")
     parser.add_argument("--option", "-o", action="append", default=[], help="reader option key=value")
-    parser.add_argument("--decode", action="store_true", help="also decode the first and last frame")
+    parser.add_argument(
+        "--decode",
+        action="store_true",
+        help="also decode every frame (slow): unreadable or truncated images, frames of another size",
+    )
     parser.add_argument("--quiet", "-q", action="store_true", help="print only problems and the summary")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)

@@ -3,15 +3,16 @@
 import importlib
 import json
 
+import cv2
 import numpy as np
 import pytest
 
 from ltr.admin.paths import DATASET_VARS
-from ltr.dataset.base import DatasetError
+from ltr.dataset.base import DatasetError, image_problem
 from ltr.dataset.check import main, parse_options
 from ltr.dataset.registry import DATASETS, get_dataset
 
-from .fixtures import make_folder_sequence, make_otb_sequence, write_text
+from .fixtures import FRAME_H, FRAME_W, make_folder_sequence, make_otb_sequence, write_jpeg, write_text
 
 
 def test_check_reports_good_folder_dataset(tmp_path, capsys):
@@ -141,3 +142,42 @@ def test_factories_pass_splits_and_options(tmp_path):
     assert get_dataset("vot", root=tmp_path / "vot").sequence_names() == ["ball"]
     with pytest.raises(KeyError, match="unknown dataset 'nope'"):
         get_dataset("nope")
+
+
+def test_decode_reads_every_frame_and_reports_bad_images_and_size_changes(tmp_path, capsys):
+    root = tmp_path / "d"
+    make_folder_sequence(root, "ok", [[1, 1, 5, 5]] * 3)
+    trunc = make_folder_sequence(root, "trunc", [[1, 1, 5, 5]] * 3)
+    noise = np.random.default_rng(0).integers(0, 256, (FRAME_H, FRAME_W, 3), dtype=np.uint8)
+    data = cv2.imencode(".jpg", noise)[1].tobytes()
+    (trunc / "img" / "0002.jpg").write_bytes(data[:-40])  # cut in the scan data: OpenCV would decode it
+    junk = make_folder_sequence(root, "junk", [[1, 1, 5, 5]] * 3)
+    (junk / "img" / "0003.jpg").write_bytes(b"not a jpeg")
+    resized = make_folder_sequence(root, "resized", [[1, 1, 5, 5]] * 4)
+    for n in (3, 4):
+        write_jpeg(resized / "img" / f"{n:04d}.jpg", n, width=20, height=10)
+    argv = ["folder", "--root", str(root), "--quiet"]
+    assert main([*argv, "--no-progress"]) == 0  # without --decode the frame files only need to exist
+    capsys.readouterr()
+    out_json = tmp_path / "r.json"
+    assert main([*argv, "--decode", "--json", str(out_json)]) == 1
+    captured = capsys.readouterr()
+    assert "decoding folder" in captured.err and "13/13" in captured.err  # one progress bar over all frames
+    problems = json.loads(out_json.read_text())["problems"]
+    img = root / "{}" / "img" / "{:04d}.jpg"
+    assert problems == [
+        f"junk: {str(img).format('junk', 3)}: not a readable image (empty, truncated or not an image format)",
+        f"resized: 2 frame(s) differ in size from the first frame {str(img).format('resized', 1)} (16x12), "
+        f"the first of them {str(img).format('resized', 3)} (20x10); the tracker refuses such a sequence",
+        f"trunc: {str(img).format('trunc', 2)}: truncated JPEG (no end-of-image marker after the last scan)",
+    ]
+    assert f"PROBLEM {problems[2]}" in captured.out
+
+
+def test_image_problem_sees_truncated_jpegs_only(tmp_path):
+    path = write_jpeg(tmp_path / "a.jpg", 3, width=40, height=30)
+    data = path.read_bytes()
+    assert image_problem(data, ".jpg") is None
+    assert image_problem(data + b"\x00" * 16, ".JPG") is None  # padding after the end marker is fine
+    assert image_problem(data[:-2], ".jpg") == "truncated JPEG (no end-of-image marker after the last scan)"
+    assert image_problem(b"\x89PNG", ".png") is None  # other formats fail to decode instead
