@@ -1,0 +1,211 @@
+"""Run-time image patches cut exactly as pytracking's DiMP tracker cuts them.
+
+The tracker works in pytracking's conventions: positions ``pos`` are (y, x) image pixels with pixel centres at
+integer coordinates, sizes are (h, w). A patch of ``sample_sz`` image pixels around ``pos`` is turned into an
+``output_sz`` network input in three whole-pixel steps and one resampling:
+
+1. the centre is truncated to a whole pixel (``int(pos)``, towards zero);
+2. if the patch is at least ``k + 0.1`` times the output (``k >= 2``), the image is subsampled by taking every
+   ``k``-th row and column, on the grid through that centre pixel;
+3. a window of ``round(sample_sz / k)`` (at least 2) grid pixels is cut around the centre; what lies outside the
+   image repeats the border pixels. The window spans from ``c - (n - 1) / 2`` to ``c + n / 2 + 1`` and both
+   ends are truncated towards zero, so the number of pixels cut depends on the parity of ``n`` and on the side
+   of zero the window starts (n or n + 1 pixels);
+4. a bilinear resize (``align_corners=False``) to ``output_sz``, skipped when the cut already has that size.
+
+The border modes ``"inside"`` and ``"inside_major"`` first shrink the patch by the largest (``inside``) or the
+smallest (``inside_major``) of its size/image-size ratios, clamped to ``[1, max_scale_change]`` and truncated to
+whole pixels, then move the window into the image; a window still larger than the image is centred on it.
+
+The returned patch coordinates are the window's ends ``[y1, x1, y2, x2]`` (half-integers possible) times the
+subsampling factor, without the subsampling grid's offset: the tracker derives the sample position
+``(p1 + p2 - 1) / 2`` and scale from them exactly as the reference does, so they keep the reference's values.
+
+Every computation on sizes runs in float32, the precision of the reference, so that the same truncations and
+roundings (``torch.round`` rounds half to even) happen at the same places.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+BorderMode = Literal["replicate", "inside", "inside_major"]
+BORDER_MODES: tuple[str, ...] = ("replicate", "inside", "inside_major")
+
+SizeLike = Tensor | Sequence[float]
+
+__all__ = [
+    "BORDER_MODES",
+    "BorderMode",
+    "PatchWindow",
+    "patch_window",
+    "sample_patch",
+    "sample_patch_multiscale",
+    "sample_patch_transformed",
+]
+
+
+class PatchWindow(NamedTuple):
+    """Where one patch is cut: every ``stride``-th image row/column starting at ``offset`` (y, x) forms the grid;
+    ``start``/``end`` (y, x) are the window's ends on that grid (half-integers possible; pixels
+    ``int(start) .. int(end) - 1`` are cut, indices outside the grid repeat its border)."""
+
+    stride: int
+    offset: tuple[int, int]
+    start: tuple[float, float]
+    end: tuple[float, float]
+
+    @property
+    def coord(self) -> Tensor:
+        """(1, 4) float32 ``[y1, x1, y2, x2]``: the window's ends times the stride (the reference's coords)."""
+        s = self.stride
+        return torch.tensor([[s * self.start[0], s * self.start[1], s * self.end[0], s * self.end[1]]])
+
+
+def _float_pair(x: SizeLike) -> Tensor:
+    """(2,) float32 on the CPU, where all geometry is computed (the pixels may live on any device)."""
+    return torch.as_tensor(x, dtype=torch.float32).detach().cpu().reshape(2)
+
+
+def patch_window(
+    image_hw: tuple[int, int],
+    pos: SizeLike,
+    sample_sz: SizeLike,
+    output_sz: SizeLike | None = None,
+    mode: BorderMode = "replicate",
+    max_scale_change: float | None = None,
+) -> PatchWindow:
+    """The window :func:`sample_patch` cuts, without touching pixels.
+
+    Args:
+        image_hw: (H, W) of the image.
+        pos: (2,) patch centre (y, x), image pixels.
+        sample_sz: (2,) patch size (h, w), image pixels.
+        output_sz: (2,) network input size (h, w), or None (no subsampling, no resize).
+        mode: ``"replicate"``, ``"inside"`` or ``"inside_major"`` (see the module docstring).
+        max_scale_change: largest shrink factor in the inside modes (None: unbounded).
+    """
+    if mode not in BORDER_MODES:
+        raise ValueError(f"unknown border mode {mode!r}; expected one of {BORDER_MODES}")
+    size = _float_pair(sample_sz)
+    if mode != "replicate":
+        ratios = size / torch.tensor([float(image_hw[0]), float(image_hw[1])])
+        shrink = ratios.max() if mode == "inside" else ratios.min()
+        shrink = shrink.clamp(min=1.0, max=max_scale_change)
+        size = (size / shrink).trunc()
+
+    stride = 1
+    if output_sz is not None:
+        ratio = float((size / _float_pair(output_sz)).min())
+        stride = max(int(ratio - 0.1), 1)
+
+    cut = torch.clamp(torch.round(size / stride), min=2.0).long().tolist()
+    centre = [int(v) for v in _float_pair(pos).trunc().long().tolist()]
+    offset = [c % stride for c in centre]
+    grid_len = [len(range(offset[d], image_hw[d], stride)) for d in range(2)]
+
+    start: list[float] = []
+    end: list[float] = []
+    for d in range(2):
+        c = (centre[d] - offset[d]) // stride
+        a = c - (cut[d] - 1) / 2
+        b = c + cut[d] / 2 + 1
+        if mode != "replicate":
+            before = max(-a, 0.0)
+            after = max(b - grid_len[d], 0.0)
+            a, b = a + before - after, b + before - after
+            overflow = (max(-a, 0.0) + max(b - grid_len[d], 0.0)) // 2
+            if overflow > 0:
+                move = -a - overflow
+                a, b = a + move, b + move
+        start.append(a)
+        end.append(b)
+    return PatchWindow(stride, (offset[0], offset[1]), (start[0], start[1]), (end[0], end[1]))
+
+
+def _cut(im: Tensor, window: PatchWindow) -> Tensor:
+    """Pixels of ``window`` from (N, C, H, W) ``im``, border pixels repeated outside the image."""
+    idx = []
+    for d in range(2):
+        n = im.shape[2 + d]
+        grid_len = len(range(window.offset[d], n, window.stride))
+        grid = torch.arange(int(window.start[d]), int(window.end[d]), device=im.device)
+        idx.append(window.offset[d] + window.stride * grid.clamp(0, grid_len - 1))
+    return im.index_select(2, idx[0]).index_select(3, idx[1])
+
+
+def sample_patch(
+    im: Tensor,
+    pos: SizeLike,
+    sample_sz: SizeLike,
+    output_sz: SizeLike | None = None,
+    mode: BorderMode = "replicate",
+    max_scale_change: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Cut one patch as pytracking's ``sample_patch`` does (module docstring: the rules).
+
+    Args:
+        im: (1, C, H, W) float image (pixel values 0..255), any device.
+        pos: (2,) centre (y, x), image pixels.
+        sample_sz: (2,) patch size (h, w), image pixels.
+        output_sz: (2,) output size (h, w), or None for the cut pixels as they are.
+        mode: border mode; max_scale_change: the inside modes' largest shrink factor.
+
+    Returns:
+        patch (1, C, oh, ow) (same dtype and device as ``im``) and its coordinates (1, 4) float32
+        ``[y1, x1, y2, x2]`` in image pixels (CPU).
+    """
+    window = patch_window((im.shape[2], im.shape[3]), pos, sample_sz, output_sz, mode, max_scale_change)
+    patch = _cut(im, window)
+    if output_sz is not None:
+        out_hw = [int(v) for v in _float_pair(output_sz).long().tolist()]
+        if list(patch.shape[-2:]) != out_hw:
+            patch = F.interpolate(patch, size=out_hw, mode="bilinear", align_corners=False)
+    return patch, window.coord
+
+
+def sample_patch_multiscale(
+    im: Tensor,
+    pos: SizeLike,
+    scales: float | Sequence[float] | Tensor,
+    image_sz: SizeLike,
+    mode: BorderMode = "replicate",
+    max_scale_change: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """One patch per scale, each of ``scale * image_sz`` image pixels resized to ``image_sz``.
+
+    Args:
+        im: (1, C, H, W) float image; pos: (2,) centre (y, x); image_sz: (2,) output size (h, w).
+        scales: a number, a sequence or a 1-D tensor of S scales (multiplied with ``image_sz`` in float32).
+
+    Returns:
+        patches (S, C, h, w) and coordinates (S, 4) float32 ``[y1, x1, y2, x2]``.
+    """
+    size = _float_pair(image_sz)
+    scale_list = torch.as_tensor(scales, dtype=torch.float32).detach().cpu().reshape(-1)
+    cuts = [sample_patch(im, pos, s * size, size, mode, max_scale_change) for s in scale_list]
+    return torch.cat([p for p, _ in cuts]), torch.cat([c for _, c in cuts])
+
+
+def sample_patch_transformed(
+    im: Tensor,
+    pos: SizeLike,
+    scale: float | Tensor,
+    image_sz: SizeLike,
+    transforms: Sequence[Callable[[Tensor], Tensor]],
+) -> Tensor:
+    """Cut one ``scale * image_sz`` patch (border mode ``replicate``), resize it to ``image_sz`` and apply every
+    transform to it (each maps (1, C, h, w) to (1, C, h', w')).
+
+    Returns:
+        (N, C, h', w'): one patch per transform, in the order given.
+    """
+    size = _float_pair(image_sz)
+    scale_t = torch.as_tensor(scale, dtype=torch.float32).detach().cpu()
+    patch, _ = sample_patch(im, pos, scale_t * size, size)
+    return torch.cat([t(patch) for t in transforms])
