@@ -3,8 +3,7 @@
 ``y0`` holds S starting points for each of N inputs, (N, S, D); the score function maps (N, S, D) -> (N, S).
 Every starting point runs its own ascent (own step length, own accept/reject decisions) and all of them are
 evaluated together, one forward and one backward pass per iteration (a forward pass only in the last one, whose
-gradient would go unused). There is no host synchronisation. A caller with a cheaper way to get f and its
-gradient (e.g. in closed form, :class:`ltr.models.box_score_grad.BoxScorer`) passes it as ``value_and_grad``.
+gradient would go unused). There is no host synchronisation.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import torch
 from torch import Tensor
 
 ScoreFn = Callable[[Tensor], Tensor]
-ValueAndGradFn = Callable[[Tensor], tuple[Tensor, Tensor]]  # (N, S, D) -> (f (N, S), df/dy (N, S, D))
 AscentMode = Literal["s1", "plain"]
 
 
@@ -28,7 +26,8 @@ class AscentResult(NamedTuple):
     accepted: Tensor
 
 
-def _value_and_grad(score_fn: ScoreFn, y: Tensor) -> tuple[Tensor, Tensor]:
+def value_and_grad(score_fn: ScoreFn, y: Tensor) -> tuple[Tensor, Tensor]:
+    """f (N, S) and df/dy (N, S, D) at y (N, S, D) by autograd (also inside ``torch.no_grad``)."""
     with torch.enable_grad():
         y = y.detach().requires_grad_(True)
         f = score_fn(y)
@@ -44,7 +43,6 @@ def gradient_ascent(
     num_iters: int,
     decay: float = 0.5,
     mode: AscentMode = "s1",
-    value_and_grad: ValueAndGradFn | None = None,
 ) -> AscentResult:
     """Refine starting points y0 (N, S, D) by T = ``num_iters`` gradient-ascent steps y <- y + lambda * df/dy.
 
@@ -54,9 +52,6 @@ def gradient_ascent(
         decay: eta. In ``mode="s1"`` (Algorithm S1) a step is taken only if f increases, otherwise that
             point's lambda is multiplied by eta. In ``mode="plain"`` every step is taken and lambda is
             multiplied by eta after each iteration (the reference trackers' update; decay=1 keeps it fixed).
-        value_and_grad: optional y (N, S, D) -> (f (N, S), df/dy (N, S, D)), used instead of autograd through
-            ``score_fn`` wherever a gradient is needed (the start and every step but the last). ``score_fn``
-            still evaluates the last step, forward only, so the two must compute the same f. None: autograd.
     """
     if mode not in ("s1", "plain"):
         raise ValueError(f"ascent mode must be 's1' or 'plain', got {mode!r}")
@@ -67,13 +62,7 @@ def gradient_ascent(
         lam = step.expand(y0.shape).clone()
     y = y0.detach()
 
-    def evaluate(y: Tensor) -> tuple[Tensor, Tensor]:
-        if value_and_grad is None:
-            return _value_and_grad(score_fn, y)
-        f, g = value_and_grad(y)
-        return f.detach(), g.detach()
-
-    f, g = evaluate(y)
+    f, g = value_and_grad(score_fn, y)
     accepted = torch.zeros(f.shape, dtype=torch.long, device=y.device)
     for it in range(num_iters):
         y_new = y + lam * g
@@ -82,7 +71,7 @@ def gradient_ascent(
                 f_new = score_fn(y_new).detach()
             g_new = g
         else:
-            f_new, g_new = evaluate(y_new)
+            f_new, g_new = value_and_grad(score_fn, y_new)
         if mode == "plain":
             y, f, g = y_new, f_new, g_new
             lam = lam * decay

@@ -7,7 +7,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltr.data.crop import CropTransform, crop_region, sample_target_crop, sample_target_crops
-from pytracking.tracker.host_reads import HostReads
 from tests.data.helpers import TARGET_COLOR, draw_box, textured_background
 
 H, W = 120, 160
@@ -142,21 +141,6 @@ def test_target_at_crop_centre_in_replicate_mode():
     centre = crop_box[:2] + crop_box[2:] / 2
     np.testing.assert_allclose(centre, [OUT / 2, OUT / 2], atol=0.51)  # integer rounding of the region
     assert math.sqrt(crop_box[2] * crop_box[3]) * 5.0 == pytest.approx(OUT, rel=0.02)
-
-
-def test_tensor_crops_read_and_upload_nothing():
-    """A batch of tensor images is cropped on its device without host reads or blocking uploads (on CUDA
-    either would wait for the queued work)."""
-    images = torch.rand(2, 3, 60, 80)
-    boxes = torch.tensor([[10.0, 12.0, 20.0, 16.0], [40.0, 30.0, 10.0, 12.0]])
-    with HostReads() as reads:
-        crops, transform = sample_target_crops(images, boxes, 2.0, OUT, "inside_major", 1.5)
-    assert reads.names == [] and reads.uploads == []
-    assert crops.shape == (2, 3, OUT, OUT) and transform.scale.shape == (2,)
-    # the frame size went into the geometry: inside_major keeps the region inside the 80 x 60 image
-    single, t0 = sample_target_crops(images[:1], boxes[:1], 2.0, OUT, "inside_major", 1.5)
-    torch.testing.assert_close(crops[:1], single)
-    torch.testing.assert_close(transform.scale[:1], t0.scale)
 
 
 def test_bad_inputs_are_named():

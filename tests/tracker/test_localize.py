@@ -1,6 +1,6 @@
-"""Localisation states on hand-made score maps (9 x 9 cells, 16 px per cell, target 32 x 32 px)."""
+"""Localisation: pytracking's DiMP rules on hand-made score maps."""
 
-import math
+from __future__ import annotations
 
 import pytest
 import torch
@@ -13,114 +13,83 @@ from pytracking.tracker.dimp.localize import (
     LocalizationThresholds,
     localize,
     motion_window,
+    softmax_reg,
 )
 
-STRIDE = 16.0
+T = LocalizationThresholds()
+SIZE = torch.tensor([2.0, 2.0])  # target size in cells: neighbourhood 4.4 cells
 
 
-def run(peaks, previous_cell=(4, 4), base=0.0, window=0.0):
-    scores = torch.full((9, 9), base)
+def score_map(peaks: dict[tuple[int, int], float], shape=(23, 23)) -> torch.Tensor:
+    s = torch.zeros(shape)
     for (r, c), v in peaks.items():
-        scores[r, c] = v
-    prev = torch.tensor([previous_cell[1] * STRIDE, previous_cell[0] * STRIDE])
-    return localize(
-        scores,
-        prev,
-        torch.tensor([32.0, 32.0]),
-        cell_to_pixel=(STRIDE, 0.0),
-        thresholds=LocalizationThresholds(),
-        window_strength=window,
-    )
+        s[r, c] = v
+    return s
 
 
-def xy(cell):
-    return [cell[1] * STRIDE, cell[0] * STRIDE]
+def test_single_peak_is_normal_with_its_displacement_from_the_centre():
+    loc = localize(score_map({(14, 8): 1.0}), torch.zeros(2), SIZE, T)
+    assert loc.state == NORMAL and loc.max_score == 1.0
+    torch.testing.assert_close(loc.disp, torch.tensor([3.0, -3.0]))
 
 
-@pytest.mark.parametrize(
-    ("peaks", "state", "chosen"),
-    [
-        ({(4, 4): 0.2}, NOT_FOUND, (4, 4)),  # best score below 0.25
-        ({(4, 4): 1.0}, NORMAL, (4, 4)),
-        ({(4, 5): 1.0, (3, 5): 0.95}, NORMAL, (4, 5)),  # second peak inside the target neighbourhood
-        ({(4, 4): 1.0, (4, 8): 0.6}, HARD_NEGATIVE, (4, 4)),  # 0.5 < 0.6/1.0 < 0.8: weak distractor
-        ({(4, 4): 1.0, (4, 8): 0.2}, NORMAL, (4, 4)),  # far second peak below the not-found threshold
-        ({(0, 0): 1.0, (4, 4): 0.9}, HARD_NEGATIVE, (4, 4)),  # strong distractor far away, second is near
-        ({(4, 4): 1.0, (0, 0): 0.9}, HARD_NEGATIVE, (4, 4)),  # strong distractor far, first is near
-        ({(4, 2): 1.0, (4, 6): 0.9}, UNCERTAIN, (4, 2)),  # both near the previous position
-        ({(0, 0): 1.0, (8, 8): 0.9}, UNCERTAIN, (0, 0)),  # both far from it
-    ],
-)
-def test_states(peaks, state, chosen):
-    loc = run(peaks)
-    assert int(loc.state) == state
-    assert loc.position.tolist() == pytest.approx(xy(chosen))
-    assert float(loc.max_score) == pytest.approx(max(peaks.values()))
+def test_low_peak_is_not_found():
+    assert localize(score_map({(11, 11): 0.2}), torch.zeros(2), SIZE, T).state == NOT_FOUND
 
 
-def test_nan_scores_do_not_propagate():
-    scores = torch.full((5, 5), float("nan"))
-    scores[2, 3] = 1.0
-    loc = localize(
-        scores,
-        torch.tensor([32.0, 32.0]),
-        torch.tensor([16.0, 16.0]),
-        cell_to_pixel=(16.0, 0.0),
-        thresholds=LocalizationThresholds(),
-    )
-    assert int(loc.state) == NORMAL
-    assert loc.position.tolist() == [48.0, 32.0]
+def test_second_peak_inside_the_neighbourhood_is_ignored():
+    # neighbourhood rows round(11 - 2.2) .. round(11 + 2.2 + 1) = 9 .. 14 (exclusive)
+    loc = localize(score_map({(11, 11): 1.0, (13, 13): 0.9}), torch.zeros(2), SIZE, T)
+    assert loc.state == NORMAL
+    loc = localize(score_map({(11, 11): 1.0, (14, 11): 0.9}), torch.zeros(2), SIZE, T)
+    assert loc.state == UNCERTAIN  # just outside, strong, both peaks near the previous position
 
 
-def test_rejects_batched_maps():
-    with pytest.raises(ValueError, match="scores must be"):
-        localize(
-            torch.zeros(1, 5, 5),
-            torch.zeros(2),
-            torch.ones(2),
-            cell_to_pixel=(16.0, 0.0),
-            thresholds=LocalizationThresholds(),
-        )
+def test_distractor_rules():
+    limit = 0.8 * 23 / 2  # displacement threshold in cells: 9.2
+    far = (11, 11 + 10)  # 10 cells right of the centre
+    # the first peak near the previous position, the second far: the first, hard negative
+    loc = localize(score_map({(11, 11): 1.0, far: 0.9}), torch.zeros(2), SIZE, T)
+    assert loc.state == HARD_NEGATIVE and loc.disp.tolist() == [0.0, 0.0]
+    # the first peak far, the second near: the second is taken
+    loc = localize(score_map({far: 1.0, (11, 11): 0.9}), torch.zeros(2), SIZE, T)
+    assert loc.state == HARD_NEGATIVE and loc.disp.tolist() == [0.0, 0.0]
+    # both far from the previous position (the previous position at the top-left): uncertain, the first
+    prev = torch.tensor([-11.0, -11.0])
+    assert limit < 11 * 2**0.5
+    loc = localize(score_map({(22, 22): 1.0, (22, 0): 0.9}), prev, SIZE, T)
+    assert loc.state == UNCERTAIN and loc.disp.tolist() == [11.0, 11.0]
 
 
-def test_motion_window_is_the_reference_hann_window_when_centred():
-    # pytracking's centred hann1d(N): 0.5 (1 - cos(2 pi k / (N + 1))), k = 1..N
-    n = 9
-    k = torch.arange(1, n + 1, dtype=torch.float64)
-    hann = 0.5 * (1 - torch.cos(2 * torch.pi * k / (n + 1)))
-    win = motion_window((n, n), torch.tensor([4.0, 4.0], dtype=torch.float64), 1.0)
-    torch.testing.assert_close(win, hann[:, None] * hann[None, :])
-    assert float(win[4, 4]) == 1.0
+def test_weaker_second_peak_gives_a_hard_negative_above_half_the_first():
+    assert localize(score_map({(11, 11): 1.0, (0, 0): 0.6}), torch.zeros(2), SIZE, T).state == HARD_NEGATIVE
+    assert localize(score_map({(11, 11): 1.0, (0, 0): 0.4}), torch.zeros(2), SIZE, T).state == NORMAL
+    # above half the first but below the not-found threshold: normal
+    loc = localize(score_map({(11, 11): 0.3, (0, 0): 0.2}), torch.zeros(2), SIZE, T)
+    assert loc.state == NORMAL
 
 
-def test_motion_window_follows_the_centre_and_blends():
-    win = motion_window((5, 7), torch.tensor([0.0, 4.0]), 1.0)  # x = 0, y = 4: a corner of the 5 x 7 map
-    assert float(win[4, 0]) == pytest.approx(1.0)
-    # x distance 4 cells = (7 + 1) / 2: zero from there on; y distance 4 > (5 + 1) / 2 = 3: zero
-    assert win[:, 4:].abs().max() == 0.0
-    assert win[:2, :].abs().max() == 0.0
-    assert float(win[4, 2]) == pytest.approx(0.5)  # cos(pi * 2 / 4) = 0
-    half = motion_window((5, 7), torch.tensor([0.0, 4.0]), 0.5)
-    torch.testing.assert_close(half, 0.5 + 0.5 * win)
-    assert (motion_window((5, 7), torch.tensor([3.0, 2.0]), 0.0) == 1.0).all()
+def test_simple_localisation_takes_the_highest_peak():
+    loc = localize(score_map({(2, 3): 0.1}), torch.zeros(2), SIZE, T, advanced=False)
+    assert loc.state == NORMAL and loc.disp.tolist() == [-9.0, -8.0]
 
 
-def test_window_prefers_the_peak_near_the_previous_position():
-    peaks = {(4, 4): 0.7, (4, 7): 1.0}  # 3 cells apart: without a prior the higher, farther peak wins
-    assert run(peaks).position.tolist() == pytest.approx(xy((4, 7)))
-    # with the window centred on (4, 4), (4, 7) scores 1.0 x 0.345 < 0.7
-    loc = run(peaks, window=1.0)
-    assert loc.position.tolist() == pytest.approx(xy((4, 4)))
-    assert float(loc.max_score) == pytest.approx(0.7)
-    # the map it decided on (what the live view shows) is the windowed one
-    assert float(loc.scores[4, 7]) == pytest.approx(0.5 * (1 + math.cos(math.pi * 3 / 5)))
-    assert float(loc.scores[4, 4]) == pytest.approx(0.7)
-    # the window follows the previous position: from (4, 7) the higher peak is also the nearer one
-    assert run(peaks, previous_cell=(4, 7), window=1.0).position.tolist() == pytest.approx(xy((4, 7)))
-    # a weak prior does not overturn a clear score difference: 1.0 x (0.8 + 0.2 x 0.345) = 0.869 > 0.7
-    assert run(peaks, window=0.2).position.tolist() == pytest.approx(xy((4, 7)))
+def test_non_finite_scores_do_not_win():
+    s = score_map({(5, 5): 1.0})
+    s[0, 0] = float("nan")
+    assert localize(s, torch.zeros(2), SIZE, T).disp.tolist() == [-6.0, -6.0]
 
 
-def test_window_strength_is_checked():
-    with pytest.raises(ValueError, match="window_strength"):
-        run({(4, 4): 1.0}, window=1.5)
+def test_softmax_reg_adds_one_logit():
+    s = torch.tensor([[0.0, 1.0], [2.0, -1.0]])
+    e = s.exp()
+    torch.testing.assert_close(softmax_reg(s, 0.5), e / (e.sum() + torch.exp(torch.tensor(0.5))))
+    torch.testing.assert_close(softmax_reg(s, None), e / e.sum())
+    big = softmax_reg(s + 500.0, 0.5)  # stable for large scores
+    torch.testing.assert_close(big, e / e.sum(), rtol=1e-5, atol=1e-6)
+
+
+def test_motion_window():
+    w = motion_window((5, 5), torch.tensor([2.0, 2.0]), 1.0)
+    assert w[2, 2] == 1.0 and float(w[0, 0]) == pytest.approx(0.25**2, abs=1e-6)
+    assert torch.all(motion_window((5, 5), torch.tensor([2.0, 2.0]), 0.0) == 1)

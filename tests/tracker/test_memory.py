@@ -1,105 +1,90 @@
-"""Sample memory: weights, replacement of the weakest non-initial sample, the initial samples' minimum share."""
+"""The sample memory's weights follow pytracking's DiMP rule (hand-computed cases)."""
+
+from __future__ import annotations
 
 import pytest
 import torch
 
 from pytracking.tracker.dimp.memory import SampleMemory
-from pytracking.tracker.host_reads import HostReads
 
 
-def make(size=20, num_init=5, min_weight=0.25):
-    mem = SampleMemory(size, init_min_weight=min_weight)
+def make(size: int = 5, num_init: int = 3, init_min_weight: float | None = 0.25) -> SampleMemory:
+    mem = SampleMemory(size, init_min_weight=init_min_weight)
     feats = torch.arange(num_init, dtype=torch.float32).reshape(num_init, 1, 1, 1).expand(num_init, 2, 3, 3)
-    mem.initialize(feats.clone(), torch.ones(num_init, 4))
+    mem.initialize(feats.clone(), torch.arange(num_init * 4, dtype=torch.float32).reshape(num_init, 4))
     return mem
 
 
-def test_initial_weights_and_first_update():
+def sample(value: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.full((1, 2, 3, 3), value), torch.full((4,), value)
+
+
+def test_first_update_divides_by_one_minus_lr_then_chains_from_the_newest_weight():
     mem = make()
-    f, b, w = mem.filled()
-    assert f.shape == (5, 2, 3, 3) and b.shape == (5, 4)
-    assert w.tolist() == pytest.approx([0.2] * 5)
-    mem.add(torch.full((1, 2, 3, 3), 100.0), torch.tensor([1.0, 2.0, 3.0, 4.0]), 0.01)
-    f, b, w = mem.filled()
-    assert len(w) == 6
-    assert float(w[5]) == pytest.approx(0.01)
-    assert w[:5].tolist() == pytest.approx([0.99 / 5] * 5)
-    assert float(f[5].mean()) == 100.0 and b[5].tolist() == [1.0, 2.0, 3.0, 4.0]
+    mem.add(*sample(10.0), lr=0.1)
+    w = [1 / 3 / 0.9] * 3 + [0.1]
+    total = sum(w)
+    w = [v / total for v in w] + [0.0]
+    torch.testing.assert_close(mem.weights, torch.tensor(w), rtol=1e-6, atol=1e-7)
+    mem.add(*sample(11.0), lr=0.1)
+    w[4] = w[3] / 0.9
+    total = sum(w)
+    w = [v / total for v in w]
+    torch.testing.assert_close(mem.weights, torch.tensor(w), rtol=1e-6, atol=1e-7)
+    # full: the non-initial slot of smallest weight (slot 3) is replaced, with the newest weight (slot 4) / 0.9
+    mem.add(*sample(12.0), lr=0.1)
+    w[3] = w[4] / 0.9
+    total = sum(w)
+    w = [v / total for v in w]
+    torch.testing.assert_close(mem.weights, torch.tensor(w), rtol=1e-6, atol=1e-7)
+    feats, boxes, weights = mem.filled()
+    assert feats.shape[0] == 5 and mem.num_stored == 6
+    assert feats[3, 0, 0, 0] == 12.0 and feats[4, 0, 0, 0] == 11.0 and boxes[3, 0] == 12.0
+    assert float(weights.sum()) == pytest.approx(1.0, abs=1e-6)
 
 
-def test_full_memory_replaces_the_lightest_non_initial_sample():
-    mem = make(size=8, num_init=3)
-    for k in range(5):  # fills slots 3..7 with features 10..14 (older = lighter)
-        mem.add(torch.full((1, 2, 3, 3), 10.0 + k), torch.zeros(4), 0.1)
-    assert mem.count == 8
-    mem.add(torch.full((1, 2, 3, 3), 99.0), torch.zeros(4), 0.1)
-    f, _, w = mem.filled()
-    means = [float(x.mean()) for x in f]
-    assert means[:3] == [0.0, 1.0, 2.0]  # initial samples kept
-    assert 10.0 not in means and 99.0 in means  # the oldest update sample was replaced
-    assert float(w.sum()) == pytest.approx(1.0)
-
-
-def test_initial_samples_keep_their_minimum_share():
-    mem = make(size=10, num_init=4, min_weight=0.25)
-    for _ in range(200):
-        mem.add(torch.zeros(1, 2, 3, 3), torch.zeros(4), 0.2)
-        _, _, w = mem.filled()
-        assert float(w[:4].sum()) >= 0.25 - 1e-6
-        assert float(w.sum()) == pytest.approx(1.0, abs=1e-5)
-    assert float(w[:4].sum()) == pytest.approx(0.25, abs=1e-5)
-    assert w[:4].tolist() == pytest.approx([0.0625] * 4, abs=1e-6)
-
-
-def test_too_many_initial_samples():
-    with pytest.raises(ValueError, match="do not fit"):
-        SampleMemory(3, init_min_weight=0.25).initialize(torch.zeros(4, 1, 1, 1), torch.zeros(4, 4))
-
-
-def _sync_free(size=8, num_init=3):
-    mem = SampleMemory(size, init_min_weight=0.25, sync_free=True)
-    feats = torch.arange(num_init, dtype=torch.float32).reshape(num_init, 1, 1, 1).expand(num_init, 2, 3, 3)
-    mem.initialize(feats.clone(), torch.ones(num_init, 4))
-    return mem
-
-
-def test_sync_free_memory_follows_the_counting_memory_and_masks_updates():
-    """Every slot with zero-weight unused ones; a masked-off update changes nothing; a masked-on one is the
-    counting memory's, also once the memory is full (lightest non-initial sample replaced)."""
-    counting, free = make(size=8, num_init=3), _sync_free(size=8, num_init=3)
-    learn_flags = [True, False, True, True, False, True, True, True, True, False, True]
-    for i, learn in enumerate(learn_flags):
-        feature, box = torch.full((1, 2, 3, 3), 10.0 + i), torch.tensor([i, 2.0, 3.0, 4.0])
-        lr = 0.3 if i % 3 else 0.1
-        before = [t.clone() for t in free.filled()]
-        free.add(feature, box, torch.tensor(lr), torch.tensor(learn))
-        if learn:
-            counting.add(feature, box, lr)
+def test_initial_samples_keep_their_minimum_weight():
+    """When the initial samples' share falls below the minimum m, the weights are divided by m + (the others'
+    sum) and each initial sample gets m / n: the total is then not exactly 1 (the reference's arithmetic)."""
+    mem = make(size=8, num_init=2, init_min_weight=0.25)
+    w = [0.5, 0.5] + [0.0] * 6
+    prev = None
+    for k in range(5):
+        mem.add(*sample(float(k)), lr=0.5)
+        index = 2 + k
+        if prev is None:
+            w = [v / 0.5 for v in w]
+            w[index] = 0.5
         else:
-            assert all(torch.equal(a, b) for a, b in zip(before, free.filled(), strict=True))
-        f, b, w = free.filled()
-        assert f.shape[0] == 8 and float(w.sum()) == pytest.approx(1.0)
-        k = counting.count
-        assert torch.all(w[k:] == 0)
-        for got, want in zip((f[:k], b[:k], w[:k]), counting.filled(), strict=True):
-            torch.testing.assert_close(got, want)
-    assert counting.count == 8  # the run filled the memory and replaced samples
+            w[index] = w[prev] / 0.5
+        prev = index
+        total = sum(w)
+        w = [v / total for v in w]
+        if w[0] + w[1] < 0.25:
+            rest = sum(w[2:])
+            w = [0.125, 0.125] + [v / (0.25 + rest) for v in w[2:]]
+        torch.testing.assert_close(mem.weights, torch.tensor(w), rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(mem.weights[:2], torch.tensor([0.125, 0.125]))
+    assert float(mem.weights.sum()) != pytest.approx(1.0, abs=1e-3)
 
 
-def test_sync_free_update_reads_nothing_on_the_host():
-    """A device learning rate is copied into the weights, not filled (index_fill reads its value)."""
-    free = _sync_free(size=8, num_init=3)
-    with HostReads() as reads:
-        for i in range(7):
-            free.add(torch.full((1, 2, 3, 3), 1.0 * i), torch.ones(4), torch.tensor(0.2), torch.tensor(True))
-    assert reads.names == [] and reads.uploads == []
-    # the weights the copied rate gives: the newest sample holds 0.2 before normalisation
-    counting = make(size=8, num_init=3)
-    for i in range(7):
-        counting.add(torch.full((1, 2, 3, 3), 1.0 * i), torch.ones(4), 0.2)
-    torch.testing.assert_close(free.filled()[2], counting.filled()[2])
+def test_without_a_minimum_the_initial_samples_may_be_replaced():
+    mem = make(size=3, num_init=3, init_min_weight=None)
+    mem.add(*sample(7.0), lr=0.5)
+    # full from the start: argmin over every slot (all equal) -> slot 0
+    assert mem.features[0, 0, 0, 0] == 7.0
+    total = 0.5 + 2 * (1 / 3 / 0.5)
+    torch.testing.assert_close(mem.weights, torch.tensor([0.5, 2 / 3, 2 / 3]) / total)
 
 
-def test_learn_flag_needs_a_sync_free_memory():
-    with pytest.raises(ValueError, match="sync_free"):
-        make().add(torch.zeros(1, 2, 3, 3), torch.ones(4), 0.1, torch.tensor(True))
+def test_learning_rate_one_keeps_only_the_new_sample():
+    mem = make(init_min_weight=None)
+    mem.add(*sample(3.0), lr=1.0)
+    torch.testing.assert_close(mem.weights, torch.tensor([1.0, 0, 0, 0, 0]))
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="do not fit"):
+        SampleMemory(2, init_min_weight=0.25).initialize(torch.zeros(3, 1, 1, 1), torch.zeros(3, 4))
+    with pytest.raises(RuntimeError, match="before initialize"):
+        SampleMemory(2, init_min_weight=0.25).add(torch.zeros(1, 1, 1, 1), torch.zeros(4), 0.1)

@@ -12,22 +12,74 @@ from pytracking.tracker.dimp.network import NoCheckpointError, default_checkpoin
 from pytracking.tracker.dimp.params import DiMPParams, geometry_from_train_config
 from tests.tracker.helpers import write_tiny_checkpoint
 
+REFERENCE = ("dimp50", "super_dimp", "prdimp50")
+
 
 @pytest.mark.parametrize("name", NAMES)
 def test_parameter_sets_load(name):
     p = get_parameters(name)
     assert isinstance(p, DiMPParams)
-    assert p.train_setting in SETTINGS
+    assert p.train_setting is None if name in REFERENCE else p.train_setting in SETTINGS
     assert p.memory_size == 50 and p.learning_rate == 0.01 and p.init_samples_min_weight == 0.25
     assert p.augmentation.num_samples == 15
     assert p.refine == (not name.endswith("norefine"))
     assert p.refine_mode == ("s1" if name.endswith("_s1") else "plain")
-    assert p.target_not_found_threshold == (0.05 if "tiny" in name else 0.25)
-    # the tiny sets' localisation values were chosen on the synthetic val split; the paper sets keep the
-    # paper's
+    # the tiny sets' localisation values were chosen on the synthetic val split; the others keep pytracking's
+    assert p.target_not_found_threshold == {"nce_plus_tiny": 0.05, "prdimp50": 0.04}.get(
+        name.replace("_norefine", "").replace("_s1", ""), 0.25
+    )
     assert p.score_window == (1.0 if "tiny" in name else 0.0)
     assert p.hard_negative_threshold == (0.2 if "tiny" in name else 0.5)
     assert p.displacement_scale == (0.5 if "tiny" in name else 0.8)
+
+
+def test_reference_sets_hold_pytrackings_values():
+    """pytracking's pytracking/parameter/dimp/{dimp50,super_dimp,prdimp50}.py, value for value."""
+    common = {
+        "init_optim_iter": 10,
+        "update_optim_iter": 2,
+        "hard_negative_optim_iter": 1,
+        "train_skipping": 20,
+        "distractor_threshold": 0.8,
+        "hard_negative_threshold": 0.5,
+        "target_neighborhood_scale": 2.2,
+        "displacement_scale": 0.8,
+        "hard_negative_learning_rate": 0.02,
+        "update_scale_when_uncertain": True,
+        "advanced_localization": True,
+        "num_random_boxes": 9,
+        "box_jitter_pos": 0.1,
+        "box_jitter_size": 0.5,
+        "max_aspect_ratio": 6.0,
+        "refine_top_k": 3,
+        "refine_decay": 1.0,
+        "score_window": 0.0,
+    }
+    specific = {
+        "dimp50": {
+            "refine_space": "default",
+            "refine_iters": 5,
+            "refine_step": 1.0,
+            "score_preprocess": "none",
+        },
+        "super_dimp": {"refine_space": "relative", "refine_iters": 10, "refine_step": 2.5e-3},
+        "prdimp50": {"refine_space": "relative", "refine_iters": 10, "refine_step": 2.5e-3},
+    }
+    for name in REFERENCE:
+        p = get_parameters(name)
+        for key, value in {**common, **specific[name]}.items():
+            assert getattr(p, key) == value, (name, key)
+        aug = p.augmentation
+        assert aug.fliplr and aug.rotations == (10.0, -10.0, 45.0, -45.0)
+        assert aug.blurs == ((3.0, 1.0), (1.0, 3.0), (2.0, 2.0))
+        assert aug.relative_shifts == ((0.6, 0.6), (-0.6, 0.6), (0.6, -0.6), (-0.6, -0.6))
+        assert (aug.dropout_num, aug.dropout_prob, aug.expansion_factor) == (2, 0.2, 2.0)
+        assert aug.random_shift_factor == pytest.approx(1 / 3)
+    assert get_parameters("prdimp50").score_preprocess == "softmax"
+    assert get_parameters("prdimp50").target_not_found_threshold == 0.04
+    assert get_parameters("super_dimp").target_not_found_threshold == 0.25
+    # DiMP-NCE+ and the other EBM box heads track with SuperDiMP's values
+    assert dataclasses.replace(get_parameters("nce_plus"), train_setting=None) == get_parameters("super_dimp")
 
 
 def test_unknown_parameter_set():
@@ -70,13 +122,11 @@ def test_params_validation():
     assert dataclasses.replace(DiMPParams(), refine=False).refine is False
 
 
-def test_refine_window_must_be_none_or_non_negative():
-    from pytracking.tracker.dimp import DiMPParams
-
-    assert DiMPParams(train_setting="nce_plus_tiny").refine_window == 0.6
-    assert DiMPParams(train_setting="nce_plus_tiny", refine_window=None).refine_window is None
-    with pytest.raises(ValueError, match="refine_window"):
-        DiMPParams(train_setting="nce_plus_tiny", refine_window=-0.5)
+def test_refine_space_and_score_preprocess_are_checked():
+    with pytest.raises(ValueError, match="refine_space"):
+        DiMPParams(refine_space="absolute")
+    with pytest.raises(ValueError, match="score_preprocess"):
+        DiMPParams(score_preprocess="exp")
 
 
 def test_score_window_must_be_in_unit_interval():

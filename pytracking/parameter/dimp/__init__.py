@@ -1,5 +1,7 @@
 """DiMP parameter sets: one module per name with ``parameters() -> DiMPParams``.
 
+``dimp50``, ``super_dimp``, ``prdimp50``: pytracking's trained models, value for value (their networks come
+from pytracking's files through ``python -m ltr.admin.import_pytracking``; pass ``--net``).
 ``nce_plus`` (the paper's DiMP-NCE+), ``kld_is``, ``nce``, ``ml_is`` (same runtime, networks trained with
 those box losses), ``nce_plus_tiny`` (the CPU-sized network) and the ablations ``nce_plus_norefine`` (no box
 refinement) and ``nce_plus_s1`` (Algorithm S1 instead of the fixed-step ascent), likewise
@@ -14,6 +16,9 @@ import importlib
 from pytracking.tracker.dimp.params import DiMPParams
 
 NAMES = (
+    "dimp50",
+    "super_dimp",
+    "prdimp50",
     "nce_plus",
     "kld_is",
     "nce",

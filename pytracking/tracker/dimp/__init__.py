@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from pytracking.tracker.dimp.network import LoadedNet, default_checkpoint, load_network, random_network
-from pytracking.tracker.dimp.params import AugmentationParams, DiMPParams, Geometry
+from pytracking.tracker.dimp.params import DiMPParams, Geometry
 from pytracking.tracker.dimp.tracker import DiMPTracker
 
 __all__ = [
-    "AugmentationParams",
     "DiMPParams",
     "DiMPTracker",
     "Geometry",

@@ -1,14 +1,12 @@
-"""The classifier's sample memory: a fixed number of (feature map, target box, weight) slots on the device.
+"""The classifier's sample memory: training features, their target boxes and weights, as in pytracking's DiMP.
 
-The first ``num_init`` slots hold the initial (augmented) samples and are never replaced. A new sample
-gets weight ``lr`` after the others are scaled by ``1 - lr``; it goes into the next free slot, or, once the
-memory is full, replaces the non-initial sample with the smallest weight. After every update the initial
-samples are given at least ``init_min_weight`` of the total weight (their share is scaled up, the rest down).
-The slot is chosen on the device (``argmin``): no host synchronisation; only the count of filled slots is a
-host integer. With ``sync_free=True`` even that goes: :meth:`SampleMemory.add` takes a device flag that
-masks the whole update, so the host cannot know how many slots are filled; :meth:`SampleMemory.filled` then
-returns every slot, the unused ones with weight 0 (they add nothing to the filter optimiser's objective), and
-a new sample goes to the first slot of smallest weight, which is the next unused one.
+Slots 0..N-1 hold the N initial (augmented) samples, each with weight 1/N. A new sample goes into the next free
+slot, or, once the memory is full, replaces the non-initial sample of smallest weight. Weights follow the
+reference's exponential forgetting: the first update divides every weight by (1 - lr) and gives the new sample
+lr; later updates give the new sample the previous newest weight / (1 - lr). The weights are then normalised to
+sum 1, and if the initial samples hold less than ``init_min_weight`` in total, all weights are divided by
+``init_min_weight`` + the others' sum and each initial sample gets ``init_min_weight / N`` (so the total is then
+not exactly 1, as in the reference).
 """
 
 from __future__ import annotations
@@ -18,75 +16,81 @@ from torch import Tensor
 
 
 class SampleMemory:
-    """Slots of classification features (M, C, H, W), boxes (M, 4) xywh crop pixels and weights (M,)."""
+    """``size`` slots of classification features (C, H, W), boxes (4,) xywh crop pixels and weights.
 
-    def __init__(self, size: int, *, init_min_weight: float, sync_free: bool = False) -> None:
+    Args:
+        size: number of slots.
+        init_min_weight: total weight kept by the initial samples (None or 0: no minimum; then the oldest
+            sample may also be replaced, as in the reference).
+    """
+
+    def __init__(self, size: int, *, init_min_weight: float | None) -> None:
         self.size = size
-        self.sync_free = sync_free
-        self.init_min_weight = init_min_weight
+        self.init_min_weight = init_min_weight or None
         self.features: Tensor | None = None
         self.boxes: Tensor | None = None
         self.weights: Tensor | None = None
         self.num_init = 0
-        self.count = 0
+        #: number of samples ever stored (grows past ``size``; the reference's ``num_stored_samples``)
+        self.num_stored = 0
+        self.previous_index: int | None = None
 
     def initialize(self, features: Tensor, boxes: Tensor) -> None:
-        """Store the N initial samples (N, C, H, W) and (N, 4) with equal weights."""
+        """Store the N initial samples (N, C, H, W) with boxes (N, 4) and equal weights 1/N."""
         n = features.shape[0]
         if n > self.size:
             raise ValueError(f"{n} initial samples do not fit a memory of {self.size}")
         if boxes.shape != (n, 4):
             raise ValueError(f"initial boxes must be ({n}, 4) xywh, got {tuple(boxes.shape)}")
         self.features = features.new_zeros((self.size, *features.shape[1:]))
-        self.boxes = boxes.new_zeros((self.size, 4))
-        self.weights = features.new_zeros(self.size)
         self.features[:n] = features
+        self.boxes = boxes.new_zeros((self.size, 4))
         self.boxes[:n] = boxes
-        # unused slots get a valid box: the optimiser still builds their label maps
-        self.boxes[n:] = boxes[:1]
+        self.weights = features.new_zeros(self.size)
         self.weights[:n] = 1.0 / n
         self.num_init = n
-        self.count = n
+        self.num_stored = n
+        self.previous_index = None
 
-    def add(self, feature: Tensor, box: Tensor, lr: float | Tensor, learn: Tensor | None = None) -> None:
-        """Insert one sample (1, C, H, W) with its (4,) box and learning rate ``lr`` in (0, 1) (a float or a
-        () tensor); with ``learn`` (a () bool tensor, sync-free memories only) the memory changes only where
-        it is true."""
-        if self.weights is None:
-            raise RuntimeError("SampleMemory.add before initialize")
-        if learn is not None and not self.sync_free:
-            raise ValueError("SampleMemory.add: a device 'learn' flag needs a sync_free memory")
-        old = self.weights
-        w = old * (1.0 - lr)
-        if not self.sync_free and self.count < self.size:
-            index = torch.full((1,), self.count, dtype=torch.long, device=w.device)  # a fill, not a copy
-            self.count += 1
+    def _update_weights(self, lr: float) -> int:
+        """Reweight for a new sample with learning rate ``lr``; returns the slot it goes into."""
+        w = self.weights
+        assert w is not None
+        if self.num_stored == 0 or lr == 1:
+            w.zero_()
+            w[0] = 1
+            index = 0
         else:
-            rest = w[self.num_init :]
-            index = (torch.argmin(rest) + self.num_init).reshape(1)
-        # a tensor lr is copied in: index_fill would read a tensor value on the host (a synchronisation)
-        value = lr.reshape(1).to(w.dtype) if isinstance(lr, Tensor) else w.new_full((1,), float(lr))
-        w = w.index_copy(0, index, value)
-        w = w / w.sum()
-        init_share = w[: self.num_init].sum()
-        # give the initial samples at least init_min_weight in total (no-op when they already have it)
-        need = init_share < self.init_min_weight
-        scale_init = torch.where(need, self.init_min_weight / init_share.clamp(min=1e-12), 1.0)
-        rest_share = (1.0 - init_share).clamp(min=1e-12)
-        scale_rest = torch.where(need, (1.0 - self.init_min_weight) / rest_share, 1.0)
-        w = torch.cat([w[: self.num_init] * scale_init, w[self.num_init :] * scale_rest])
-        feature = feature.to(self.features.dtype)
-        box = box.reshape(1, 4).to(self.boxes.dtype)
-        if learn is not None:
-            w = torch.where(learn, w, old)
-            feature = torch.where(learn, feature, self.features.index_select(0, index))
-            box = torch.where(learn, box, self.boxes.index_select(0, index))
-        self.weights = w
-        self.features.index_copy_(0, index, feature)
-        self.boxes.index_copy_(0, index, box)
+            if self.num_stored < self.size:
+                index = self.num_stored
+            else:
+                start = 0 if self.init_min_weight is None else self.num_init
+                index = int(torch.argmin(w[start:])) + start
+            if self.previous_index is None:
+                w /= 1 - lr
+                w[index] = lr
+            else:
+                w[index] = w[self.previous_index] / (1 - lr)
+        w /= w.sum()
+        m, n = self.init_min_weight, self.num_init
+        if m is not None and w[:n].sum() < m:
+            w /= m + w[n:].sum()
+            w[:n] = m / n
+        return index
+
+    def add(self, feature: Tensor, box: Tensor, lr: float) -> None:
+        """Insert one sample (1, C, H, W) or (C, H, W) with its (4,) box and learning rate ``lr`` in (0, 1]."""
+        if self.weights is None or self.features is None or self.boxes is None:
+            raise RuntimeError("SampleMemory.add before initialize")
+        index = self._update_weights(lr)
+        self.previous_index = index
+        self.features[index] = feature.reshape(self.features.shape[1:])
+        self.boxes[index] = box.reshape(4)
+        self.num_stored += 1
 
     def filled(self) -> tuple[Tensor, Tensor, Tensor]:
-        """The filled slots: features (K, C, H, W), boxes (K, 4), weights (K,) summing to 1 (every slot in a
-        sync-free memory, the unused ones with weight 0)."""
-        k = self.size if self.sync_free else self.count
+        """The stored samples: features (K, C, H, W), boxes (K, 4), weights (K,)."""
+        if self.weights is None or self.features is None or self.boxes is None:
+            raise RuntimeError("SampleMemory.filled before initialize")
+        k = min(self.num_stored, self.size)
         return self.features[:k], self.boxes[:k], self.weights[:k]
