@@ -1,10 +1,10 @@
 """Convert pytracking's published DiMP checkpoints into this toolkit's safe checkpoint format.
 
-``python -m ltr.admin.import_pytracking SRC DST [--preset dimp50|super_dimp]``
+``python -m ltr.admin.import_pytracking SRC DST [--preset dimp50|super_dimp|prdimp50]``
 
-pytracking's files (``dimp50.pth``, ``super_dimp.pth.tar``) are ``torch.save`` pickles of a dict: ``net``
-(the state dict), ``constructor`` (a ``NetConstructor`` object: ``fun_name``, ``fun_module``, ``args``,
-``kwds`` of the function that built the network) and optionally the trainer's records ``epoch``,
+pytracking's files (``dimp50.pth``, ``super_dimp.pth.tar``, ``prdimp50.pth.tar``) are pickles of a dict:
+``net`` (the state dict), ``constructor`` (a ``NetConstructor`` object: ``fun_name``, ``fun_module``,
+``args``, ``kwds`` of the function that built the network) and optionally the trainer's records ``epoch``,
 ``actor_type``, ``net_type``, ``net_info``, ``optimizer``, ``stats``, ``settings`` (and ``lr_scheduler`` in
 old files). Reading them never runs pickled code: the file is loaded with ``torch.load(weights_only=True)``
 and only the classes such files hold are allow-listed, each under its exact global name and bound to a
@@ -278,6 +278,72 @@ DIMP50_NET: dict[str, Any] = {
     "box_linear_channels": (256, 256),
 }
 
+#: pytracking's ``klcedimpnet50`` (PrDiMP-50, same file): its keyword defaults.
+KLCEDIMPNET50_DEFAULTS: dict[str, Any] = {
+    "filter_size": 1,
+    "optim_iter": 5,
+    "optim_init_step": 1.0,
+    "optim_init_reg": 0.01,
+    "classification_layer": "layer3",
+    "feat_stride": 16,
+    "backbone_pretrained": True,
+    "clf_feat_blocks": 0,
+    "clf_feat_norm": True,
+    "init_filter_norm": False,
+    "final_conv": True,
+    "out_feature_dim": 512,
+    "gauss_sigma": 1.0,
+    "iou_input_dim": (256, 256),
+    "iou_inter_dim": (256, 256),
+    "detach_length": math.inf,
+    "alpha_eps": 0.0,
+    "train_feature_extractor": True,
+    "init_uni_weight": None,
+    "optim_min_reg": 1e-3,
+    "init_initializer": "default",
+    "normalize_label": False,
+    "label_shrink": 0,
+    "softmax_reg": None,
+    "label_threshold": 0,
+    "final_relu": False,
+    "frozen_backbone_layers": (),
+}
+#: PrDiMP-50's structure, plus the values of its Newton optimizer's fixed hyper-parameters (they act at
+#: tracking time, so a file trained with others is refused rather than tracked with PrDiMP-50's).
+KLCEDIMPNET50_STRUCTURE: dict[str, Any] = {
+    "filter_size": 4,
+    "classification_layer": "layer3",
+    "feat_stride": 16,
+    "clf_feat_blocks": 0,
+    "clf_feat_norm": True,
+    "init_filter_norm": False,
+    "final_conv": True,
+    "out_feature_dim": 512,
+    "iou_input_dim": (256, 256),
+    "iou_inter_dim": (256, 256),
+    "final_relu": False,
+    "gauss_sigma": 0.25 / 5.0 * 18,
+    "alpha_eps": 0.05,
+    "optim_min_reg": 0.05,
+    "normalize_label": True,
+    "init_uni_weight": None,
+    "label_shrink": 0,
+    "softmax_reg": None,
+    "label_threshold": 0,
+}
+KLCEDIMPNET50_FREE = frozenset(
+    {
+        "optim_iter",
+        "optim_init_step",
+        "optim_init_reg",
+        "backbone_pretrained",
+        "detach_length",
+        "train_feature_extractor",
+        "init_initializer",
+        "frozen_backbone_layers",
+    }
+)
+
 PRESETS: dict[str, Preset] = {
     "dimp50": Preset(
         name="dimp50",
@@ -315,6 +381,40 @@ PRESETS: dict[str, Preset] = {
             "search_area_factor": 6.0,
             "crop_mode": "inside_major",
             "max_scale_change": 1.5,
+        },
+    ),
+    "prdimp50": Preset(
+        name="prdimp50",
+        file_names=("prdimp50.pth.tar", "prdimp50.pth"),
+        fun_module="ltr.models.tracking.dimpnet",
+        fun_names=("klcedimpnet50",),
+        structure=KLCEDIMPNET50_STRUCTURE,
+        defaults=KLCEDIMPNET50_DEFAULTS,
+        free=KLCEDIMPNET50_FREE,
+        # DiMP-50's names; the optimizer has only log_step_length and filter_reg (no label/mask/weight maps)
+        key_map=DIMPNET_KEY_MAP,
+        dropped=DIMPNET_DROPPED,
+        net={
+            **DIMP50_NET,
+            "label_init_sigma": 18 * 0.25 / 5.0,
+            "filter_optimizer": "newton_kl",
+            "optim_init_step": 1.0,
+            "optim_init_reg": 0.05,
+            "optim_min_reg": 0.05,
+            "kl_label_sigma": 0.25 / 5.0 * 18,
+            "kl_alpha_eps": 0.05,
+            "kl_normalize_label": True,
+            "kl_label_threshold": 0.0,
+            "kl_label_shrink": 0.0,
+            "kl_uniform_weight": 0.0,
+            "kl_softmax_reg": None,
+        },
+        # DiMP-50's crops (PrDiMP-50 trains with the same processing)
+        data={
+            "crop_size": 288,
+            "search_area_factor": 5.0,
+            "crop_mode": "replicate",
+            "max_scale_change": math.inf,
         },
     ),
 }
@@ -583,7 +683,10 @@ def map_state(
             raise PytrackingFormatError(
                 f"{path}: tensor {key!r} has dtype {tensor.dtype}, preset {preset.name!r} needs {want.dtype}"
             )
-        out[ours] = tensor.detach().to(device="cpu", dtype=want.dtype).contiguous().clone()
+        value = tensor.detach().to(device="cpu", dtype=want.dtype).contiguous()
+        if value.untyped_storage().nbytes() != value.numel() * value.element_size():
+            value = value.clone()  # a view into a larger storage: save only its own elements
+        out[ours] = value
         source_of[ours] = key
     inverse = {ours: theirs for theirs, ours in preset.key_map}
     for ours, want in expected.items():
@@ -668,7 +771,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m ltr.admin.import_pytracking",
         description=(
-            "Convert a pytracking DiMP checkpoint (dimp50.pth, super_dimp.pth.tar) into an ebmtrack checkpoint. "
+            "Convert a pytracking DiMP checkpoint (dimp50.pth, super_dimp.pth.tar, prdimp50.pth.tar) into an "
+            "ebmtrack checkpoint. "
             "The file is read without running any of its pickled code."
         ),
     )

@@ -25,7 +25,9 @@ from ltr.admin.config import from_dict, to_dict
 from ltr.admin.import_pytracking import (
     ALLOWED_GLOBALS,
     PRESETS,
+    Constructor,
     PytrackingFormatError,
+    check_constructor,
     convert,
     expected_state,
     main,
@@ -33,6 +35,7 @@ from ltr.admin.import_pytracking import (
     read_pytracking_file,
     train_config,
 )
+from ltr.models.target_classifier import SteepestDescentNewtonKL
 from ltr.models.tracking import NetConfig
 from ltr.train_settings.dimp import SETTINGS, DiMPTrainConfig
 from pytracking.tracker.dimp.network import load_network
@@ -421,3 +424,122 @@ def test_reading_keeps_only_what_the_conversion_uses(tmp_path):
     assert loaded.constructor.kwds == SUPER_DIMP_KWDS
     assert loaded.epoch == 50 and "settings" in loaded.dropped_records
     assert set(loaded.state) == set(tiny_state())
+
+
+# ----------------------------------------------------------------------------------------------------
+# PrDiMP-50 (klcedimpnet50: DiMP-50's network with PrDiMP's Newton/KL filter optimizer)
+
+#: ltr/train_settings/dimp/prdimp50.py's klcedimpnet50 arguments.
+PRDIMP50_KWDS = {
+    "filter_size": 4,
+    "backbone_pretrained": True,
+    "optim_iter": 5,
+    "clf_feat_norm": True,
+    "clf_feat_blocks": 0,
+    "final_conv": True,
+    "out_feature_dim": 512,
+    "optim_init_step": 1.0,
+    "optim_init_reg": 0.05,
+    "optim_min_reg": 0.05,
+    "gauss_sigma": 0.25 / 5.0 * 18,
+    "alpha_eps": 0.05,
+    "normalize_label": True,
+    "init_initializer": "zero",
+}
+#: PrDiMP-50's checks, optimizer and geometry on the tiny widths.
+TINY_PRDIMP = dataclasses.replace(
+    PRESETS["prdimp50"],
+    name="tiny_prdimp",
+    net={
+        **PRESETS["prdimp50"].net,
+        **{
+            k: v for k, v in TINY.net.items() if k == "clf_feature_dim" or k.endswith(("_width", "_channels"))
+        },
+    },
+)
+#: DiMP's optimizer tensors, which PrDiMP's optimizer does not have.
+GN_OPTIMIZER_KEYS = (
+    "classifier.filter_optimizer.label_map_predictor.weight",
+    "classifier.filter_optimizer.target_mask_predictor.0.weight",
+    "classifier.filter_optimizer.spatial_weight_predictor.weight",
+)
+
+
+def tiny_prdimp_state(seed: int = 0) -> OrderedDict[str, torch.Tensor]:
+    state = tiny_state(seed)
+    for key in GN_OPTIMIZER_KEYS:
+        del state[key]
+    return state
+
+
+def test_prdimp50_preset_is_dimp50_with_the_newton_optimizer():
+    preset = PRESETS["prdimp50"]
+    config = train_config(preset)
+    plain = to_dict(config)
+    assert to_dict(from_dict(DiMPTrainConfig, plain)) == plain
+    geometry = geometry_from_train_config(plain)
+    assert (geometry.crop_size, geometry.search_area_factor, geometry.crop_mode) == (288, 5.0, "replicate")
+    net = config.net
+    assert net.filter_optimizer == "newton_kl"
+    assert (net.optim_min_reg, net.kl_label_sigma, net.kl_alpha_eps, net.kl_normalize_label) == (
+        0.05,
+        pytest.approx(0.9),
+        0.05,
+        True,
+    )
+    assert net.kl_softmax_reg is None  # the tracker's softmax preprocessing is then the plain softmax
+    # DiMP-50's tensors minus the three label / mask / weight predictors of DiMP's optimizer
+    ours = expected_state(preset)
+    assert len(ours) == len(expected_state(PRESETS["dimp50"])) - 3 == 342
+    assert {k for k in ours if k.startswith("classifier.optimizer.")} == {
+        "classifier.optimizer.log_step_length",
+        "classifier.optimizer.filter_reg",
+    }
+    # the published setting's arguments pass the checks
+    check_constructor(
+        Constructor("klcedimpnet50", "ltr.models.tracking.dimpnet", (), PRDIMP50_KWDS), preset, "f"
+    )
+
+
+def test_converts_a_prdimp50_file_and_the_tracker_loads_its_newton_optimizer(tmp_path):
+    state = tiny_prdimp_state()
+    state["classifier.filter_optimizer.filter_reg"] = torch.tensor([0.07])
+    src = _write(tmp_path, "prdimp50.pth.tar", state=state, fun_name="klcedimpnet50", kwds=PRDIMP50_KWDS)
+    ckpt = load_checkpoint(convert(src, tmp_path / "out.pth.tar", TINY_PRDIMP))
+    assert ckpt["imported_from"]["fun_name"] == "klcedimpnet50"
+    assert torch.equal(ckpt["net"]["classifier.optimizer.filter_reg"], torch.tensor([0.07]))
+    loaded = load_network(tmp_path / "out.pth.tar")
+    opt = loaded.net.classifier.optimizer
+    assert isinstance(opt, SteepestDescentNewtonKL)
+    assert (opt.min_filter_reg, opt.alpha_eps, opt.normalize_label, opt.softmax_reg) == (
+        0.05,
+        0.05,
+        True,
+        None,
+    )
+    assert opt.label_sigma == pytest.approx(0.9) and opt.filter_reg.item() == pytest.approx(0.07)
+    assert loaded.geometry.crop_size == 288
+
+
+def test_prdimp50_refusals(tmp_path):
+    dimp_state, prdimp_state = tiny_state(), tiny_prdimp_state()
+    stub = {"feature_extractor.conv1.weight": torch.zeros(1)}  # the arguments are checked before the tensors
+    # a DiMP-50 file under PrDiMP's preset, and a PrDiMP file under DiMP-50's
+    message = _refused(_write(tmp_path, state=dimp_state, kwds=DIMP50_KWDS), TINY_PRDIMP)
+    assert "dimpnet50" in message and "another architecture" in message
+    src = _write(tmp_path, state=prdimp_state, fun_name="klcedimpnet50", kwds=PRDIMP50_KWDS)
+    assert "klcedimpnet50" in _refused(src, TINY)
+    # DiMP's optimizer tensors in a PrDiMP file
+    src = _write(tmp_path, state=dimp_state, fun_name="klcedimpnet50", kwds=PRDIMP50_KWDS)
+    assert "unexpected tensor 'classifier.filter_optimizer.label_map_predictor.weight'" in _refused(
+        src, TINY_PRDIMP
+    )
+    # optimizer hyper-parameters that act while tracking must be PrDiMP-50's
+    for key, value in (("softmax_reg", 1.0), ("gauss_sigma", 1.0), ("optim_min_reg", 1e-3)):
+        kwds = {**PRDIMP50_KWDS, key: value}
+        src = _write(tmp_path, state=stub, fun_name="klcedimpnet50", kwds=kwds, records=False)
+        message = _refused(src, TINY_PRDIMP)
+        assert f"{key}={value!r}" in message, message
+    kwds = {k: v for k, v in PRDIMP50_KWDS.items() if k != "alpha_eps"}
+    src = _write(tmp_path, state=stub, fun_name="klcedimpnet50", kwds=kwds, records=False)
+    assert "alpha_eps=0.0 (pytracking's default)" in _refused(src, TINY_PRDIMP)
