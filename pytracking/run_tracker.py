@@ -2,25 +2,34 @@
 
 ``python pytracking/run_tracker.py dimp nce_plus --dataset otb|lasot|uav|nfs|trackingnet|got10k_test|
 got10k_val|vot|synthetic|folder [--root DIR] [--sequence NAME ...] [--runid K] [--threads N]
-[--device auto|cpu|cuda] [--net PATH] [--results DIR] [--visdom] [--debug] [--compile] [--int8]``
+[--device auto|cpu|cuda] [--net PATH] [--results DIR] [--visdom] [--debug] [--compile]``
 
 Results: ``{results}/{tracker}/{param}[_{runid:03d}]/{seq}.txt`` (+ ``{seq}_time.txt``), default results root
-``$LTR_WORKSPACE/results``; finished sequences are skipped on a rerun. Exit status 1 when any sequence failed
-(each is printed with its traceback; the others' results are kept), 2 for bad arguments or a missing network.
+``$LTR_WORKSPACE/results``; finished sequences are skipped on a rerun.
+
+Everything that does not depend on one sequence is checked once, before any work: the device, the
+checkpoint (file, format, config, weights fitting the network it builds), the parameter set against the
+checkpoint's kind of network (a warning), the dataset root and the sequence names. Each problem is one
+``error:`` line naming the argument or file, exit status 2. A sequence whose data is unusable (unreadable
+annotation or frame, no valid first box, frames of changing size) is one ``error:`` line naming the file as
+it happens, and the run goes on; an unexpected exception (a bug) is printed with its traceback at the end.
+Exit status 1 when any sequence failed (the others' results are kept). ``--debug`` stops at the first failing
+sequence with its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
+
+from tqdm import tqdm
 
 from ltr.admin.checkpoint import CheckpointError
 from ltr.admin.paths import workspace_dir
 from ltr.dataset.base import DatasetError
-from pytracking.evaluation.runner import DATASET_NAMES, DatasetSpec, run_dataset
-from pytracking.evaluation.tracker_spec import TRACKER_PARAMS, TRACKERS, TrackerSpec, VisdomSpec, network_path
+from pytracking.evaluation.runner import DATASET_NAMES, DatasetSpec, Failure, run_dataset
+from pytracking.evaluation.tracker_spec import TRACKER_PARAMS, TRACKERS, TrackerSpec, VisdomSpec, prepare_spec
 from pytracking.tracker.dimp.network import NoCheckpointError
 
 
@@ -44,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--visdom-port", type=int, default=8097)
     p.add_argument("--visdom-server", default="http://127.0.0.1")
     p.add_argument(
-        "--debug", action="store_true", help="stop at the first failing sequence with its traceback"
+        "--debug",
+        action="store_true",
+        help="stop at the first failing sequence with its traceback (also for data errors)",
     )
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     p.add_argument(
@@ -53,13 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="dimp: torch.compile the per-frame backbone and classifier features (faster frames after a "
         "one-off compilation per process)",
     )
-    p.add_argument(
-        "--int8",
-        action="store_true",
-        help="dimp: the heads' per-frame convolutions and the refinement's per-box products in int8 on a CPU "
-        "(params.int8_heads; faster at the paper's widths, about 1%% quantisation noise in their outputs)",
-    )
     return p
+
+
+def _print_failure(failure: Failure) -> None:
+    """One line per data error while the run goes on (tqdm.write keeps the progress bar intact)."""
+    if failure.is_data_error:
+        tqdm.write(f"error: {failure.name}: {failure.message}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,18 +80,23 @@ def main(argv: list[str] | None = None) -> int:
         if args.visdom
         else None
     )
+    dataset = DatasetSpec(args.dataset, args.root)
     try:
-        spec = TrackerSpec(
-            args.tracker, args.param, args.net, args.device, visdom, args.debug, args.compile, args.int8
-        )
-        if spec.needs_network:
-            net = network_path(spec)
-            if not Path(net).is_file():
-                raise CheckpointError(f"{net}: no such checkpoint file (--net)")
-            spec = dataclasses.replace(spec, net=net)
-    except (NoCheckpointError, CheckpointError, ValueError) as err:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be >= 1, got {args.threads}")
+        if args.runid is not None and not 0 <= args.runid <= 999:
+            raise ValueError(f"--runid must be in 0..999, got {args.runid}")
+        spec = TrackerSpec(args.tracker, args.param, args.net, args.device, visdom, args.debug, args.compile)
+        names = dataset.open().sequence_names()  # the root exists and has the layout (workers reopen it)
+        unknown = [s for s in args.sequence or () if s not in names]
+        if unknown:
+            raise ValueError(f"--sequence: dataset {args.dataset!r} has no sequence(s) {unknown}")
+        spec, warnings = prepare_spec(spec, keep_loaded=args.threads == 1)
+    except (NoCheckpointError, CheckpointError, DatasetError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if visdom is not None:
         from pytracking.visdom_view import VisdomView
 
@@ -90,27 +106,30 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {err}", file=sys.stderr)
             return 2
     results = Path(args.results) if args.results else workspace_dir() / "results"
-    try:
-        report = run_dataset(
-            spec,
-            DatasetSpec(args.dataset, args.root),
-            results_root=results,
-            runid=args.runid,
-            sequences=args.sequence,
-            threads=args.threads,
-            progress=args.progress,
-        )
-    except (DatasetError, KeyError, ValueError) as err:  # dataset missing/misconfigured, unknown sequence
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    report = run_dataset(  # raises only with --debug (the first failing sequence's exception)
+        spec,
+        dataset,
+        results_root=results,
+        runid=args.runid,
+        sequences=args.sequence,
+        threads=args.threads,
+        progress=args.progress,
+        on_failure=_print_failure,
+    )
     print(
         f"{report.folder}: {len(report.done)} tracked, {len(report.skipped)} already finished, "
         f"{len(report.failed)} failed"
     )
-    for name, tb in report.failed:
-        print(f"\n--- sequence {name} failed:\n{tb}", file=sys.stderr)
+    for failure in report.failed:
+        if not failure.is_data_error:
+            print(f"\n--- sequence {failure.name} failed:\n{failure.traceback}", file=sys.stderr)
     if report.failed:
-        print(f"failed sequences: {', '.join(n for n, _ in report.failed)}", file=sys.stderr)
+        data = [f.name for f in report.failed if f.is_data_error]
+        bugs = [f.name for f in report.failed if not f.is_data_error]
+        parts = [f"data errors: {', '.join(data)}"] if data else []
+        parts += [f"unexpected errors (tracebacks above): {', '.join(bugs)}"] if bugs else []
+        hint = " (--debug shows the traceback of the first)" if data else ""
+        print(f"{len(report.failed)} sequence(s) failed; {'; '.join(parts)}{hint}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,22 +1,27 @@
 """Track a target in a video file or camera stream.
 
 ``python pytracking/run_video.py dimp nce_plus VIDEO_OR_CAMERA_INDEX [--init x,y,w,h] [--save out.mp4]
-[--net PATH] [--device auto|cpu|cuda] [--int8] [--compile]``
+[--net PATH] [--device auto|cpu|cuda] [--compile]``
 
 The initial box (xywh pixels of the first frame) comes from ``--init``; without it the box is drawn with
 ``cv2.selectROI``, which needs a display and an OpenCV build with GUI support (a clear error otherwise).
 ``--save`` writes every frame with the tracked box (codec from the extension: mp4v for .mp4, MJPG for .avi);
-the boxes are printed as ``frame,x,y,w,h`` lines. ``--int8`` and ``--compile`` are ``run_tracker.py``'s: the
-DiMP heads in int8 on a CPU (the fastest CPU tracker, see the README's Speed section) and torch.compile of the
-per-frame stages.
+the boxes are printed as ``frame,x,y,w,h`` lines. ``--compile`` is ``run_tracker.py``'s: torch.compile of the
+per-frame stages. At the end one line on stderr gives the frame rate: the tracker's own (frames after the
+first over the time spent in ``track``) and the whole loop's (with video decoding and writing).
+
+As in ``run_tracker.py``, the device and the checkpoint are checked before the video is opened (one
+``error:`` line naming the argument or file, exit status 2), and a parameter set tuned for another kind of
+network is a ``warning:`` line.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
@@ -27,8 +32,9 @@ from pytracking.evaluation.tracker_spec import (
     TRACKERS,
     TrackerSpec,
     build_tracker,
-    network_path,
+    prepare_spec,
 )
+from pytracking.tracker.dimp.frames import TrackerInputError, validate_init_box
 from pytracking.visdom_view import draw_boxes
 
 
@@ -42,9 +48,10 @@ def parse_box(text: str) -> np.ndarray:
         box = np.array([float(v) for v in text.split(",")], dtype=np.float64)
     except ValueError as err:
         raise argparse.ArgumentTypeError(f"--init {text!r}: expected four numbers x,y,w,h") from err
-    if box.shape != (4,) or not np.isfinite(box).all() or box[2] <= 0 or box[3] <= 0:
-        raise argparse.ArgumentTypeError(f"--init {text!r}: expected x,y,w,h with w > 0 and h > 0")
-    return box
+    try:
+        return validate_init_box(box)  # the Python API's rule
+    except TrackerInputError as err:
+        raise argparse.ArgumentTypeError(f"--init {text!r}: {err}") from err
 
 
 def open_capture(source: str) -> cv2.VideoCapture:
@@ -88,8 +95,29 @@ def _writer(path: Path, fps: float, size_wh: tuple[int, int]) -> cv2.VideoWriter
     return writer
 
 
-def track_video(spec: TrackerSpec, source: str, init: np.ndarray | None, save: Path | None) -> np.ndarray:
-    """Track every frame of ``source``; returns (N, 4) xywh boxes (frame 0 = the initial box)."""
+@dataclass
+class VideoRun:
+    """boxes: (N, 4) xywh (frame 0 = the initial box); times: (N,) the tracker's seconds per frame (frame 0 =
+    initialisation); wall_s: seconds of the whole loop, from the initialisation to the last box."""
+
+    boxes: np.ndarray
+    times: np.ndarray
+    wall_s: float
+
+    def rate_line(self) -> str:
+        """One line with the frame rates (tracker only after the first frame, and the whole loop)."""
+        n = len(self.boxes)
+        tracked = float(self.times[1:].sum())
+        tracker_fps = f"{(n - 1) / tracked:.1f}" if n > 1 and tracked > 0 else "n/a"
+        loop_fps = f"{n / self.wall_s:.1f}" if self.wall_s > 0 else "n/a"
+        return (
+            f"{n} frames: {tracker_fps} frames per second (tracker, frames after the first), "
+            f"{loop_fps} with video reading and writing"
+        )
+
+
+def track_video(spec: TrackerSpec, source: str, init: np.ndarray | None, save: Path | None) -> VideoRun:
+    """Track every frame of ``source`` from ``init`` (or a drawn box); ``save`` writes the video with boxes."""
     cap = open_capture(source)
     writer = None
     try:
@@ -97,10 +125,14 @@ def track_video(spec: TrackerSpec, source: str, init: np.ndarray | None, save: P
         if not ok:
             raise VideoError(f"{source}: no frame could be read")
         box = select_box(frame) if init is None else init
+        box = validate_init_box(box, (frame.shape[1], frame.shape[0]))
         tracker = build_tracker(spec)
+        start = time.perf_counter()
         rgb = cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+        t0 = time.perf_counter()
         tracker.initialize(rgb, box)
-        boxes = [np.asarray(box, dtype=np.float64)]
+        times = [time.perf_counter() - t0]
+        boxes = [box]
         if save is not None:
             fps = cap.get(cv2.CAP_PROP_FPS) or 25.0
             writer = _writer(save, fps if fps > 0 else 25.0, (frame.shape[1], frame.shape[0]))
@@ -110,10 +142,12 @@ def track_video(spec: TrackerSpec, source: str, init: np.ndarray | None, save: P
             if not ok:
                 break
             rgb = cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+            t0 = time.perf_counter()
             boxes.append(tracker.track(rgb))
+            times.append(time.perf_counter() - t0)
             if writer is not None:
                 writer.write(cv2.cvtColor(draw_boxes(rgb, boxes[-1]), cv2.COLOR_RGB2BGR))
-        return np.stack(boxes)
+        return VideoRun(np.stack(boxes), np.asarray(times), time.perf_counter() - start)
     finally:
         cap.release()
         if writer is not None:
@@ -130,26 +164,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--net", default=None, help="checkpoint (default: latest of the param's train setting)")
     p.add_argument("--device", default="auto")
     p.add_argument(
-        "--int8",
-        action="store_true",
-        help="dimp: the heads' per-frame convolutions and the refinement's per-box products in int8 on a CPU",
-    )
-    p.add_argument(
         "--compile", action="store_true", help="dimp: torch.compile the per-frame backbone and classifier"
     )
     args = p.parse_args(argv)
     try:
-        spec = TrackerSpec(
-            args.tracker, args.param, args.net, args.device, compile=args.compile, int8=args.int8
-        )
-        if spec.needs_network:
-            spec = dataclasses.replace(spec, net=network_path(spec))
-        boxes = track_video(spec, args.source, args.init, args.save)
-    except (VideoError, FileNotFoundError, ValueError) as err:
+        spec = TrackerSpec(args.tracker, args.param, args.net, args.device, compile=args.compile)
+        spec, warnings = prepare_spec(spec)
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        run = track_video(spec, args.source, args.init, args.save)
+    except (
+        VideoError,
+        FileNotFoundError,
+        ValueError,
+    ) as err:  # CheckpointError, TrackerInputError: ValueErrors
         print(f"error: {err}", file=sys.stderr)
         return 2
-    for i, b in enumerate(boxes):
+    for i, b in enumerate(run.boxes):
         print(f"{i}," + ",".join(repr(float(v)) for v in b))
+    print(run.rate_line(), file=sys.stderr)
     return 0
 
 

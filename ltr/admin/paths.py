@@ -64,7 +64,8 @@ def dataset_root(dataset: str, explicit: str | os.PathLike | None = None) -> Pat
             f"(or pass --root, or add {var} to {_paths_file()})"
         )
     if not root.is_dir():
-        raise DatasetError(f"{var} points to {root}, which is not a directory")
+        where = "--root" if explicit is not None else var
+        raise DatasetError(f"{where} points to {root}, which is not a directory")
     return root
 
 

@@ -4,9 +4,14 @@
   sequences whose box file exists are skipped, so an interrupted run continues where it stopped.
 - ``threads > 1`` runs sequences in that many worker processes (spawned; each loads the network once and uses
   ``max(1, cpu_count // threads)`` torch threads).
-- A sequence that raises is recorded with its traceback and the run goes on; :class:`RunReport` lists the
-  failures (the command line prints them and exits non-zero). The other sequences' results are kept.
+- A sequence that fails is recorded and the run goes on; :class:`RunReport` lists the failures (the command
+  line prints them and exits non-zero). The other sequences' results are kept. A data error (a
+  :data:`DATA_ERRORS` exception: unreadable annotation or frame, no valid first box, a frame of another
+  size) is kept as its one-line message, which names the file (and line); any other exception, a bug, with
+  its traceback. With ``spec.debug`` the first failure is raised instead.
 - Frame 0's box is the given initial box; times are the tracker's seconds per frame (frame loading excluded).
+- Every frame must have the first frame's size (the tracker's boxes would jump between scales otherwise):
+  a sequence whose frames change size is refused, naming the first such frame.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import os
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -27,6 +33,12 @@ from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
 from ltr.dataset.registry import get_dataset
 from pytracking.evaluation.results import is_finished, result_folder, write_sequence_results
 from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker
+from pytracking.tracker.dimp.frames import (
+    TrackerInputError,
+    check_frame_size,
+    input_frame_wh,
+    validate_init_box,
+)
 
 #: command-line dataset name -> (registry name, split)
 DATASET_NAMES: dict[str, tuple[str, str | None]] = {
@@ -57,27 +69,53 @@ class DatasetSpec:
         return get_dataset(registry_name, root=self.root, split=split)
 
 
+#: exceptions that mean the data of one sequence is unusable (reported in one line, no traceback)
+DATA_ERRORS = (DatasetError, TrackerInputError)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One sequence that failed: ``message`` is one line for a data error (``traceback`` None), else the
+    exception's last line with the full ``traceback`` text."""
+
+    name: str
+    message: str
+    traceback: str | None = None
+
+    @property
+    def is_data_error(self) -> bool:
+        return self.traceback is None
+
+
 @dataclass
 class RunReport:
-    """done / skipped sequence names, failures as (name, traceback text), the result folder."""
+    """done / skipped sequence names, the failures (in dataset order), the result folder."""
 
     folder: Path
     done: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[Failure] = field(default_factory=list)
+
+
+def _frame_source(sequence: Sequence, index: int) -> str | None:
+    return str(sequence.frame_paths[index]) if sequence.frame_paths is not None else None
 
 
 def track_sequence(tracker: Any, sequence: Sequence, *, view: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    """Boxes (N, 4) xywh and per-frame seconds (N,) of ``tracker`` on ``sequence``."""
+    """Boxes (N, 4) xywh and per-frame seconds (N,) of ``tracker`` on ``sequence``.
+
+    Raises :class:`DatasetError` when the first frame's box is not a valid box inside the frame and
+    :class:`FrameSizeError` (naming the frame and its file) when a frame's size differs from the first's.
+    """
     n = len(sequence)
-    init = np.asarray(sequence.init_box, dtype=np.float64)
-    if not (np.isfinite(init).all() and init[2] > 0 and init[3] > 0):
-        raise DatasetError(
-            f"sequence {sequence.name!r}: the first frame's box {init.tolist()} is not a valid box"
-        )
+    frame = sequence.frame(0)
+    size = input_frame_wh(frame)
+    try:
+        init = validate_init_box(sequence.init_box, size)
+    except TrackerInputError as err:
+        raise DatasetError(f"the first frame's annotated box is unusable: {err}") from None
     boxes = np.empty((n, 4), dtype=np.float64)
     times = np.empty(n, dtype=np.float64)
-    frame = sequence.frame(0)
     start = time.perf_counter()
     tracker.initialize(frame, init)
     times[0] = time.perf_counter() - start
@@ -86,6 +124,7 @@ def track_sequence(tracker: Any, sequence: Sequence, *, view: Any = None) -> tup
         view.show(frame, init, sequence=sequence.name, frame_index=0)
     for i in range(1, n):
         frame = sequence.frame(i)
+        check_frame_size(frame, size, index=i, source=_frame_source(sequence, i))
         start = time.perf_counter()
         boxes[i] = tracker.track(frame)
         times[i] = time.perf_counter() - start
@@ -109,18 +148,22 @@ def _setup(spec: TrackerSpec, dataset: DatasetSpec, folder: Path, torch_threads:
         _WORKER["view"] = VisdomView(spec.visdom.server, spec.visdom.port, spec.visdom.env)
 
 
-def _run_one(name: str) -> tuple[str, str | None]:
-    """Track one sequence in this process; (name, None) or (name, traceback text)."""
+def _run_one(name: str) -> tuple[str, Failure | None]:
+    """Track one sequence in this process; (name, None) or (name, the failure)."""
     try:
         sequence = _WORKER["dataset"].get_sequence(name)
         tracker = build_tracker(_WORKER["spec"])
         boxes, times = track_sequence(tracker, sequence, view=_WORKER["view"])
         write_sequence_results(_WORKER["folder"], name, boxes, times)
         return name, None
-    except Exception:  # recorded and reported at the end of the run (never dropped)
+    except DATA_ERRORS as err:
         if _WORKER["spec"].debug:
             raise
-        return name, traceback.format_exc()
+        return name, Failure(name, str(err).splitlines()[0] if str(err) else type(err).__name__)
+    except Exception as err:  # recorded and reported at the end of the run (never dropped)
+        if _WORKER["spec"].debug:
+            raise
+        return name, Failure(name, f"{type(err).__name__}: {err}".splitlines()[0], traceback.format_exc())
 
 
 def run_dataset(
@@ -132,8 +175,13 @@ def run_dataset(
     sequences: list[str] | None = None,
     threads: int = 1,
     progress: bool = True,
+    on_failure: Callable[[Failure], None] | None = None,
 ) -> RunReport:
-    """Track every (or the named) sequence of ``dataset`` not finished yet; see the module docstring."""
+    """Track every (or the named) sequence of ``dataset`` not finished yet; see the module docstring.
+
+    ``on_failure`` is called with each failure as soon as it happens (e.g. to print its line while the run
+    goes on); the report lists them all at the end.
+    """
     from tqdm import tqdm
 
     if threads < 1:
@@ -150,12 +198,18 @@ def run_dataset(
     todo = [n for n in names if not is_finished(folder, n)]
     folder.mkdir(parents=True, exist_ok=True)
     bar = tqdm(total=len(todo), desc=f"{spec.name}/{spec.param}", unit="seq", disable=not progress)
-    outcomes: list[tuple[str, str | None]] = []
+    outcomes: list[tuple[str, Failure | None]] = []
+
+    def record(outcome: tuple[str, Failure | None]) -> None:
+        outcomes.append(outcome)
+        bar.update(1)
+        if outcome[1] is not None and on_failure is not None:
+            on_failure(outcome[1])
+
     if threads == 1 or len(todo) <= 1:
         _setup(spec, dataset, folder, None)
         for name in todo:
-            outcomes.append(_run_one(name))
-            bar.update(1)
+            record(_run_one(name))
     else:
         torch_threads = max(1, (os.cpu_count() or 1) // threads)
         with ProcessPoolExecutor(
@@ -166,13 +220,12 @@ def run_dataset(
         ) as pool:
             futures = [pool.submit(_run_one, name) for name in todo]
             for fut in as_completed(futures):
-                outcomes.append(fut.result())
-                bar.update(1)
+                record(fut.result())
     bar.close()
     order = {n: i for i, n in enumerate(todo)}
-    for name, error in sorted(outcomes, key=lambda o: order[o[0]]):
-        if error is None:
+    for name, failure in sorted(outcomes, key=lambda o: order[o[0]]):
+        if failure is None:
             report.done.append(name)
         else:
-            report.failed.append((name, error))
+            report.failed.append(failure)
     return report

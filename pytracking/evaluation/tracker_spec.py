@@ -1,17 +1,24 @@
-"""What to run: a picklable description of a tracker (name, parameter set, network, device, live view), and
-building the tracker from it in whichever process runs the sequences."""
+"""What to run: a picklable description of a tracker (name, parameter set, network, device, live view), its
+checks before any work (:func:`prepare_spec`), and building the tracker from it in whichever process runs
+the sequences."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import torch
+
+from ltr.admin.checkpoint import CheckpointError
 from ltr.admin.device import resolve_device
+from ltr.models.tracking import NetConfig
 from pytracking.parameter.dimp import NAMES as DIMP_PARAMS
 from pytracking.parameter.dimp import get_parameters
 from pytracking.tracker.baselines import BASELINE_PARAMS, BASELINES, make_baseline
 from pytracking.tracker.dimp import DiMPTracker, LoadedNet, default_checkpoint, load_network
+from pytracking.tracker.dimp.network import NoCheckpointError
 
 #: tracker name -> its parameter sets (``dimp`` and the classical baselines of ``pytracking.tracker.baselines``)
 TRACKER_PARAMS: dict[str, tuple[str, ...]] = {"dimp": DIMP_PARAMS, **{b: BASELINE_PARAMS for b in BASELINES}}
@@ -29,9 +36,7 @@ class VisdomSpec:
 class TrackerSpec:
     """name: tracker ("dimp"); param: parameter set; net: checkpoint path (None: the latest checkpoint of the
     parameter set's train setting in the workspace); device: ``auto``, ``cpu``, ``cuda`` or ``cuda:K``;
-    compile: DiMP only, turns on the parameter set's ``compile`` (torch.compile of the per-frame stages);
-    int8: DiMP only, turns on the parameter set's ``int8_heads`` (the heads' convolutions and the
-    refinement's per-box products in int8, CPU)."""
+    compile: DiMP only, turns on the parameter set's ``compile`` (torch.compile of the per-frame stages)."""
 
     name: str
     param: str
@@ -40,7 +45,6 @@ class TrackerSpec:
     visdom: VisdomSpec | None = None
     debug: bool = False
     compile: bool = False
-    int8: bool = False
 
     def __post_init__(self) -> None:
         if self.name not in TRACKERS:
@@ -63,7 +67,89 @@ def network_path(spec: TrackerSpec) -> str:
     """The checkpoint the spec names, or the default one of its parameter set (NoCheckpointError if none)."""
     if spec.net is not None:
         return spec.net
-    return str(default_checkpoint(get_parameters(spec.param).train_setting))
+    setting = get_parameters(spec.param).train_setting
+    if setting is None:
+        raise NoCheckpointError(
+            f"parameter set {spec.param!r} names no train setting to take a checkpoint of; pass --net PATH"
+        )
+    return str(default_checkpoint(setting))
+
+
+def _network(path: str, device: torch.device) -> LoadedNet:
+    """The network of checkpoint ``path`` on ``device``, loaded once per process."""
+    key = (path, str(device))
+    if key not in _NET_CACHE:
+        _NET_CACHE[key] = load_network(path, device)
+    return _NET_CACHE[key]
+
+
+def _describe(cfg: NetConfig) -> str:
+    return f"{cfg.backbone} (width {cfg.backbone_width}, {cfg.clf_feature_dim} classifier channels)"
+
+
+def _same_kind(a: NetConfig, b: NetConfig) -> bool:
+    return (a.backbone, a.backbone_width, a.clf_feature_dim) == (
+        b.backbone,
+        b.backbone_width,
+        b.clf_feature_dim,
+    )
+
+
+def _tuned_for(param: str) -> NetConfig | None:
+    """The network config of the train setting parameter set ``param`` was tuned for (None: none named)."""
+    from ltr.train_settings.dimp import SETTINGS
+
+    setting = get_parameters(param).train_setting
+    return SETTINGS[setting]().net if setting in SETTINGS else None
+
+
+def parameter_mismatch(param: str, loaded: LoadedNet) -> str | None:
+    """A warning when DiMP parameter set ``param`` was tuned for another kind of network than ``loaded``.
+
+    The crop geometry always comes from the checkpoint, but a parameter set's thresholds are tuned to the
+    score range of one network: the tiny CPU network under ``nce_plus``'s target-not-found threshold scores
+    every frame "not found" and its box never moves. Networks are of one kind when backbone, backbone width
+    and classifier channels agree; the warning names the parameter sets tuned for the checkpoint's kind.
+    """
+    own, theirs = _tuned_for(param), loaded.net_config
+    if own is None or theirs is None or _same_kind(own, theirs):
+        return None
+    fitting = [
+        name for name in DIMP_PARAMS if (cfg := _tuned_for(name)) is not None and _same_kind(cfg, theirs)
+    ]
+    setting = get_parameters(param).train_setting
+    advice = (
+        f"parameter sets tuned for it: {', '.join(fitting)}"
+        if fitting
+        else "no parameter set here is tuned for it"
+    )
+    return (
+        f"parameter set {param!r} is tuned for the {_describe(own)} network of dimp/{setting}, but "
+        f"{loaded.source} holds a {_describe(theirs)} network ({loaded.setting or 'unknown setting'}): its "
+        f"thresholds may not fit this network's scores (the box may never move); {advice}"
+    )
+
+
+def prepare_spec(spec: TrackerSpec, *, keep_loaded: bool = True) -> tuple[TrackerSpec, list[str]]:
+    """Check everything about ``spec`` before any sequence is touched; returns it with ``net`` resolved to
+    the checkpoint path, and warnings (one line each) to show the user.
+
+    Raises (each with a one-line message naming the argument or file): ``DeviceError`` (a ValueError) for an
+    unknown device or CUDA without a GPU, :class:`NoCheckpointError` when no ``--net`` is given and the
+    workspace has no checkpoint of the parameter set's train setting, ``CheckpointError`` for a missing,
+    foreign, corrupt or mismatched checkpoint (:func:`~pytracking.tracker.dimp.network.load_network`).
+    The network is loaded on the device and kept for :func:`build_tracker` in this process, or, with
+    ``keep_loaded=False`` (sequences tracked in other processes), checked on the CPU and dropped.
+    """
+    device = resolve_device(spec.device)
+    if not spec.needs_network:
+        return spec, []
+    spec = dataclasses.replace(spec, net=network_path(spec))
+    if not Path(spec.net).is_file():
+        raise CheckpointError(f"{spec.net}: no such checkpoint file (--net)")
+    loaded = _network(spec.net, device) if keep_loaded else load_network(spec.net, "cpu")
+    warning = parameter_mismatch(spec.param, loaded)
+    return spec, [warning] if warning else []
 
 
 def build_tracker(spec: TrackerSpec, **tracker_kwargs: Any) -> Any:
@@ -73,12 +159,5 @@ def build_tracker(spec: TrackerSpec, **tracker_kwargs: Any) -> Any:
     params = get_parameters(spec.param)
     if spec.compile:
         params = dataclasses.replace(params, compile=True)
-    if spec.int8:
-        params = dataclasses.replace(params, int8_heads=True)
-    device = resolve_device(spec.device)
-    path = network_path(spec)
-    key = (path, str(device))
-    if key not in _NET_CACHE:
-        _NET_CACHE[key] = load_network(path, device)
-    loaded = _NET_CACHE[key]
+    loaded = _network(network_path(spec), resolve_device(spec.device))
     return DiMPTracker(loaded.net, loaded.geometry, params, **tracker_kwargs)

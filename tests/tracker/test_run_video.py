@@ -1,10 +1,15 @@
-"""run_video on generated video files: --init, --save (frame count kept), and the no-display error."""
+"""run_video on generated video files: --init, --save (frame count kept), the frame rate, and one-line errors for
+every user mistake (no display, bad source or box, bad checkpoint, no GPU), checked before any work."""
+
+import re
 
 import cv2
 import numpy as np
 import pytest
+import torch
 
 from pytracking.run_video import main
+from tests.tracker.bad_checkpoints import BAD_CHECKPOINTS
 from tests.tracker.helpers import write_tiny_checkpoint
 
 
@@ -38,8 +43,15 @@ def test_track_and_save(tmp_path, capsys, ext, codec):
     argv = ["dimp", "nce_plus_tiny", str(video), "--init", "10,10,12,10", "--save", str(out)]
     assert main([*argv, "--net", str(ckpt), "--device", "cpu"]) == 0
     assert count_frames(out) == 7
-    lines = capsys.readouterr().out.strip().splitlines()
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
     assert len(lines) == 7 and lines[0] == "0,10.0,10.0,12.0,10.0"
+    rate = re.fullmatch(
+        r"7 frames: (\d+\.\d) frames per second \(tracker, frames after the first\), (\d+\.\d) with video "
+        r"reading and writing",
+        captured.err.strip().splitlines()[-1],
+    )
+    assert rate and float(rate.group(1)) >= float(rate.group(2)) > 0
     boxes = np.array([[float(v) for v in line.split(",")[1:]] for line in lines])
     assert np.isfinite(boxes).all() and (boxes[:, 2:] > 0).all()
 
@@ -58,36 +70,55 @@ def test_bad_source_and_bad_init(tmp_path, capsys):
     argv = ["dimp", "nce_plus_tiny", str(tmp_path / "missing.mp4"), "--init", "1,1,4,4", "--net", str(ckpt)]
     assert main(argv) == 2
     assert "cannot open video file" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_:
         main(["dimp", "nce_plus_tiny", "0", "--init", "1,1,0,4"])
+    assert exit_.value.code == 2
+    assert "argument --init: --init '1,1,0,4': init box must have w > 0 and h > 0" in capsys.readouterr().err
 
 
-def test_int8_flag_reaches_the_tracker(tmp_path, capsys, monkeypatch):
-    """``--int8`` turns on the parameter set's ``int8_heads`` (as ``run_tracker.py --int8``)."""
-    import pytracking.run_video as run_video
-
-    seen = []
-    original = run_video.build_tracker
-
-    def recording(spec, *args, **kwargs):
-        seen.append((spec.int8, spec.compile, spec.net is not None))
-        return original(spec, *args, **kwargs)
-
-    monkeypatch.setattr(run_video, "build_tracker", recording)
-    video = write_video(tmp_path / "in.avi", 3, "MJPG")
-    ckpt = write_tiny_checkpoint(tmp_path / "tiny.pth.tar")
+@pytest.mark.parametrize("case", sorted(BAD_CHECKPOINTS))
+def test_bad_checkpoint_is_one_error_line_before_the_video_is_opened(tmp_path, capsys, case):
+    path, fragment = BAD_CHECKPOINTS[case](tmp_path)
+    missing_video = str(tmp_path / "missing.mp4")  # the checkpoint is checked first
     argv = [
         "dimp",
         "nce_plus_tiny",
-        str(video),
+        missing_video,
         "--init",
-        "10,10,12,10",
+        "1,1,4,4",
         "--net",
-        str(ckpt),
+        str(path),
         "--device",
         "cpu",
     ]
-    assert main([*argv, "--int8"]) == 0
-    assert main(argv) == 0
-    assert seen == [(True, False, True), (False, False, True)]
-    assert len(capsys.readouterr().out.strip().splitlines()) == 6
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: ") and fragment in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_without_a_gpu_is_one_error_line(tmp_path, capsys):
+    ckpt = write_tiny_checkpoint(tmp_path / "tiny.pth.tar")
+    argv = ["dimp", "nce_plus_tiny", str(tmp_path / "v.mp4"), "--init", "1,1,4,4", "--net", str(ckpt)]
+    assert main([*argv, "--device", "cuda"]) == 2
+    assert capsys.readouterr().err == (
+        "error: device=cuda was asked for but CUDA is not available (use --device cpu or auto)\n"
+    )
+
+
+def test_init_box_outside_the_frame_and_parameter_set_warning(tmp_path, capsys):
+    video = write_video(tmp_path / "in.avi", 3, "MJPG")
+    ckpt = write_tiny_checkpoint(tmp_path / "tiny.pth.tar")
+    argv = ["dimp", "nce_plus_tiny", str(video), "--net", str(ckpt), "--device", "cpu"]
+    assert main([*argv, "--init", "70,10,5,5"]) == 2
+    assert capsys.readouterr().err == (
+        "error: init box x, y, w, h = [70.0, 10.0, 5.0, 5.0] lies entirely outside the 64x48 frame\n"
+    )
+    argv[1] = "nce_plus"  # tuned for the ResNet-50 network: a warning, then it tracks
+    assert main([*argv, "--init", "10,10,12,10"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("warning: parameter set 'nce_plus' is tuned for the resnet50")
+    assert err[0].endswith(
+        "parameter sets tuned for it: nce_plus_tiny, nce_plus_tiny_norefine, nce_plus_tiny_s1"
+    )

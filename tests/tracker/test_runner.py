@@ -1,13 +1,16 @@
-"""The dataset runner end to end on a folder-layout tree: layout, atomic files, resume, parallel, failures."""
+"""The dataset runner end to end on a folder-layout tree: layout, atomic files, resume, parallel, failures, and
+the checks made once before any work (checkpoint, device, dataset root, parameter set)."""
 
 import numpy as np
 import pytest
+import torch
 
 from eval.result_files import read_result_file
-from ltr.ops.int8_conv import int8_available
+from ltr.dataset.base import DatasetError
 from pytracking.evaluation.results import format_boxes, result_folder, write_sequence_results
 from pytracking.run_tracker import main
-from tests.dataset.fixtures import make_folder_sequence
+from tests.dataset.fixtures import FRAME_H, FRAME_W, make_folder_sequence, write_jpeg, write_text
+from tests.tracker.bad_checkpoints import BAD_CHECKPOINTS
 from tests.tracker.helpers import write_tiny_checkpoint
 
 
@@ -31,8 +34,12 @@ def run(root, ckpt, results, *extra):
 def check_failure_and_resume(tree, capsys, threads):
     root, ckpt, results = tree
     assert run(root, ckpt, results, "--threads", str(threads), "--runid", "3") == 1
-    err = capsys.readouterr().err
-    assert "sequence broken failed" in err and "Traceback" in err and "0003.jpg" in err
+    err = capsys.readouterr().err.splitlines()
+    frame = root / "broken" / "img" / "0003.jpg"
+    assert err == [  # a data error: one line as it happens, the summary at the end, no traceback
+        f"error: broken: cannot read frame image {frame} (missing or not an image)",
+        "1 sequence(s) failed; data errors: broken (--debug shows the traceback of the first)",
+    ]
     folder = results / "dimp" / "nce_plus_tiny_003"
     assert sorted(p.name for p in folder.iterdir()) == [
         "alpha.txt",
@@ -124,16 +131,83 @@ def test_compile_flag_reaches_the_tracker_and_gives_the_eager_results(tree):
     np.testing.assert_allclose(compiled, eager, rtol=0, atol=1e-3)
 
 
-@pytest.mark.skipif(not int8_available(), reason="no oneDNN int8 convolution in this torch build")
-def test_int8_flag_reaches_the_tracker(tree):
-    from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker
+@pytest.mark.parametrize("case", sorted(BAD_CHECKPOINTS))
+def test_bad_checkpoint_is_one_error_line_before_any_sequence(tree, capsys, case):
+    root, _, results = tree
+    path, fragment = BAD_CHECKPOINTS[case](results.parent)
+    assert run(root, path, results, "--threads", "4") == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: ") and fragment in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not results.exists()  # no worker started, no folder made
 
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_without_a_gpu_is_one_error_line(tree, capsys):
     root, ckpt, results = tree
-    tracker = build_tracker(TrackerSpec("dimp", "nce_plus_tiny", str(ckpt), "cpu", int8=True))
-    assert tracker.params.int8_heads and tracker._int8 is not None
-    assert run(root, ckpt, results, "--sequence", "alpha", "--runid", "1") == 0
-    assert run(root, ckpt, results, "--sequence", "alpha", "--runid", "3", "--int8") == 0
-    plain = read_result_file(results / "dimp" / "nce_plus_tiny_001" / "alpha.txt")
-    int8 = read_result_file(results / "dimp" / "nce_plus_tiny_003" / "alpha.txt")
-    assert int8.shape == plain.shape and np.isfinite(int8).all()
-    assert not np.array_equal(int8, plain)  # the flag changed the arithmetic
+    argv = ["dimp", "nce_plus_tiny", "--dataset", "folder", "--root", str(root), "--net", str(ckpt)]
+    assert main([*argv, "--results", str(results), "--device", "cuda", "--threads", "2"]) == 2
+    assert capsys.readouterr().err == (
+        "error: device=cuda was asked for but CUDA is not available (use --device cpu or auto)\n"
+    )
+    assert not results.exists()
+
+
+def test_missing_dataset_root_is_checked_before_the_network(tmp_path, capsys):
+    missing = tmp_path / "nowhere"
+    argv = ["dimp", "nce_plus_tiny", "--dataset", "folder", "--root", str(missing), "--no-progress"]
+    assert main([*argv, "--net", str(write_tiny_checkpoint(tmp_path / "t.pth.tar"))]) == 2
+    assert capsys.readouterr().err == f"error: --root points to {missing}, which is not a directory\n"
+
+
+def test_data_errors_are_one_line_each_and_the_run_goes_on(tree, capsys):
+    root, ckpt, results = tree
+    empty = make_folder_sequence(root, "empty_gt", [[3.0, 2.0, 6.0, 5.0]] * 4)
+    write_text(empty / "groundtruth_rect.txt", "")
+    resized = make_folder_sequence(root, "resized", [[3.0, 2.0, 6.0, 5.0]] * 5)
+    write_jpeg(resized / "img" / "0004.jpg", 4, width=20, height=14)
+    outside = make_folder_sequence(root, "outside", [[30.0, 2.0, 6.0, 5.0]] * 3)
+    assert run(root, ckpt, results) == 1
+    captured = capsys.readouterr()
+    assert "2 tracked, 0 already finished, 4 failed" in captured.out
+    assert captured.err.splitlines() == [
+        f"error: broken: cannot read frame image {root / 'broken' / 'img' / '0003.jpg'} (missing or not an image)",
+        f"error: empty_gt: {empty / 'groundtruth_rect.txt'}: empty annotation file (expected one x,y,w,h row "
+        "per frame, at least the first)",
+        "error: outside: the first frame's annotated box is unusable: init box x, y, w, h = "
+        f"[30.0, 2.0, 6.0, 5.0] lies entirely outside the {FRAME_W}x{FRAME_H} frame",
+        f"error: resized: frame 3 ({resized / 'img' / '0004.jpg'}) is 20x14 pixels but the sequence started at "
+        f"{FRAME_W}x{FRAME_H}; the tracker needs one frame size per sequence (initialise it again for a new size)",
+        "4 sequence(s) failed; data errors: broken, empty_gt, outside, resized "
+        "(--debug shows the traceback of the first)",
+    ]
+    folder = results / "dimp" / "nce_plus_tiny"
+    assert sorted(p.name for p in folder.glob("*.txt")) == [
+        "alpha.txt",
+        "alpha_time.txt",
+        "beta.txt",
+        "beta_time.txt",
+    ]
+    assert outside.exists()
+    with pytest.raises(DatasetError, match="cannot read frame image"):  # --debug: the first one, raised
+        run(root, ckpt, results, "--debug")
+
+
+def test_parameter_set_for_another_network_is_a_warning_line(tree, capsys):
+    root, ckpt, results = tree
+    argv = [
+        "dimp",
+        "nce_plus",
+        "--dataset",
+        "folder",
+        "--root",
+        str(root),
+        "--net",
+        str(ckpt),
+        "--device",
+        "cpu",
+    ]
+    assert main([*argv, "--results", str(results), "--sequence", "beta", "--no-progress"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: parameter set 'nce_plus' is tuned for the resnet50")
+    assert f"but {ckpt} holds a resnet18" in err[0]
