@@ -110,8 +110,9 @@ NETWORK_INPUTS: dict[str, Any] = {
         [36.3, 40.7, 50.1, 49.9],
     ],
 }
-#: Channel strides of the recorded feature subsets (every k-th channel, full maps).
-SUBSETS = {"layer2": 64, "layer3": 64, "clf": 16, "test_feat2": 16, "test_feat3": 16}
+#: Channel strides of the recorded feature and filter subsets (every k-th channel, full maps); the score maps
+#: check the filters' other channels.
+SUBSETS = {"layer2": 64, "layer3": 64, "clf": 16, "filter": 4, "test_feat2": 16, "test_feat3": 16}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -214,7 +215,7 @@ def network_outputs(net: torch.nn.Module, inputs: dict[str, Any]) -> dict[str, n
         out["clf_mean"] = _np(clf[:, 0].mean(dim=(2, 3)))
         train, test = clf[:num_train], clf[num_train:]
         w0 = net.classifier.filter_initializer(train, train_boxes)
-        out["init_filter"] = _np(w0)
+        out["init_filter"] = _np(w0[:, :: SUBSETS["filter"]])
         optimizer = net.classifier.filter_optimizer
         for prefix, weight in (("", None), ("weighted_", torch.tensor(inputs["sample_weight"]))):
             w, iterates, losses = optimizer(
@@ -225,7 +226,7 @@ def network_outputs(net: torch.nn.Module, inputs: dict[str, Any]) -> dict[str, n
                 num_iter=inputs["num_iter"],
                 compute_losses=True,
             )
-            out[f"{prefix}filter"] = _np(w)
+            out[f"{prefix}filter"] = _np(w[:, :: SUBSETS["filter"]])
             out[f"{prefix}losses"] = _np(torch.stack([loss.reshape(()) for loss in losses]))
             out[f"{prefix}scores"] = _np(torch.stack([net.classifier.classify(f, test) for f in iterates]))
         box = net.bb_regressor

@@ -127,12 +127,12 @@ def our_outputs(net: DiMPNet, meta: dict[str, Any]) -> dict[str, np.ndarray]:
         out["clf_mean"] = clf.mean(dim=(2, 3))
         train, test = clf[:n, None], clf[n:, None]  # (S, B=1, C, H, W)
         w0 = net.classifier.initial_filter(train, boxes)
-        out["init_filter"] = w0
+        out["init_filter"] = w0[:, :: subsets["filter"]]
         for prefix, weight in (("", None), ("weighted_", torch.tensor(inputs["sample_weight"])[:, None])):
             result = net.classifier.optimizer(
                 w0, train, boxes, sample_weight=weight, num_iter=inputs["num_iter"], compute_losses=True
             )
-            out[f"{prefix}filter"] = result.filters
+            out[f"{prefix}filter"] = result.filters[:, :: subsets["filter"]]
             out[f"{prefix}losses"] = 2.0 * result.losses  # pytracking's objective has no 1/2
             out[f"{prefix}scores"] = torch.stack([net.classifier.classify(w, test) for w in result.iterates])
         box = net.box_head
