@@ -2,6 +2,9 @@
 
 Ground truth comes from ``ltr.dataset.registry.get_dataset``; results from
 ``{results}/{tracker}/{param}[_{runid:03d}]/{seq}.txt`` (default ``$LTR_WORKSPACE/results``).
+A bad dataset (missing root, an empty or malformed annotation file) or result file is one ``error:`` line
+naming the file, exit status 2. Per tracker, a ``note:`` line says how many result files were shorter than
+their sequence and what the protocol did with them (padded with failures, or the ground truth cut).
 """
 
 from __future__ import annotations
@@ -70,6 +73,48 @@ def common_sequences(
     kept = [g for g in ground_truth if all(g.name in h for h in have)]
     skipped = [g.name for g in ground_truth if not all(g.name in h for h in have)]
     return kept, skipped
+
+
+#: what each ``Protocol.shorter_prediction`` rule does to a result file shorter than its sequence
+_SHORT_RULES = {
+    "pad_zero": "padded with zero boxes (failures)",
+    "pad_nan": "padded with NaN rows (failures)",
+    "truncate_gt": "scored on their own rows only (the ground truth cut to them)",
+}
+
+
+def short_results(
+    ground_truth: Seq[GroundTruth], res: TrackerResults
+) -> tuple[list[tuple[str, int, int]], int]:
+    """Result files of every run of ``res`` with fewer rows than their sequence has frames.
+
+    Returns ``([(file, rows, frames), ...], number of result files looked at)``.
+    """
+    frames = {g.name: len(g.boxes) for g in ground_truth}
+    short, total = [], 0
+    for boxes, paths in zip(res.runs, res.paths, strict=True):
+        for name, n in frames.items():
+            if name in boxes:
+                total += 1
+                if len(boxes[name]) < n:
+                    short.append((str(paths.get(name, name)), len(boxes[name]), n))
+    return short, total
+
+
+def short_results_note(
+    key: str, ground_truth: Seq[GroundTruth], res: TrackerResults, protocol: Protocol
+) -> str | None:
+    """One line saying how many of a tracker's result files were shorter than their sequence and what the
+    protocol did with them (None when there are none, or when the protocol refuses them anyway)."""
+    short, total = short_results(ground_truth, res)
+    if not short or protocol.shorter_prediction not in _SHORT_RULES:
+        return None
+    shown = ", ".join(f"{path} ({rows} of {n} rows)" for path, rows, n in short[:3])
+    more = f" and {len(short) - 3} more" if len(short) > 3 else ""
+    return (
+        f"{key}: {len(short)} of {total} result files were shorter than their sequence and were "
+        f"{_SHORT_RULES[protocol.shorter_prediction]} under protocol {protocol.name}: {shown}{more}"
+    )
 
 
 def evaluate(
@@ -156,6 +201,10 @@ def main(argv: Seq[str] | None = None) -> int:
         if not kept:
             raise ResultError("no sequence has results from every tracker run; nothing to evaluate")
         evaluations = evaluate(kept, loaded, protocol)
+        for res in loaded:
+            note = short_results_note(res.key, kept, res, protocol)
+            if note:
+                print(f"note: {note}", file=sys.stderr)
         out_dir = Path(args.out) if args.out else workspace_dir() / "eval" / args.dataset
         json_path = Path(args.json) if args.json else out_dir / "results.json"
         write_outputs(

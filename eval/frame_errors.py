@@ -128,6 +128,8 @@ def compute_frame_errors(items: Seq[SequenceInput], protocol: Protocol) -> Frame
         raise ValueError("no sequences to evaluate")
     preds, gts, vis, pads, sizes, lengths = [], [], [], [], [], []
     for item in items:
+        if len(item.gt) == 0:  # a reader refuses empty annotation files; ground truth built by hand may not
+            raise ResultError(f"the ground truth of sequence {item.name!r} has no rows (not even frame 1)")
         pred, n, padded = align_lengths(item, protocol)
         preds.append(pred)
         gts.append(np.asarray(item.gt, dtype=np.float64).reshape(-1, 4)[:n])

@@ -181,3 +181,47 @@ def test_run_eval_got10k_val_reads_cover_and_resolution(tmp_path, capsys):
     assert entry["ao"] == pytest.approx(100 * (1 + 1 / 3) / 2)
     assert entry["sr50"] == pytest.approx(50.0)
     assert len(entry["curves"]["success"]["values"]) == 101
+
+
+def test_short_result_files_are_counted_per_tracker(setup, capsys):
+    good = setup / "results" / "dimp" / "good_001" / "seqB.txt"
+    write_result(good, [BOX] * 2)  # 2 of 4 rows
+    argv = folder_argv(setup, ["dimp/good", "dimp/bad"], setup / "o", "--no-plots")
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"note: dimp/good: 1 of 4 result files were shorter than their sequence and were padded with zero boxes "
+        f"(failures) under protocol pytracking_visibility: {good} (2 of 4 rows)"
+    ]
+    assert main([*argv, "--protocol", "trackingnet"]) == 0
+    padded_nan = (
+        "1 of 4 result files were shorter than their sequence and were padded with NaN rows (failures)"
+    )
+    assert f"{padded_nan} under protocol trackingnet" in capsys.readouterr().err
+    assert main([*argv, "--protocol", "got10k_toolkit"]) == 0
+    assert (
+        "were scored on their own rows only (the ground truth cut to them) under protocol got10k_toolkit"
+        in (capsys.readouterr().err)
+    )
+
+
+@pytest.mark.parametrize("text", ["", "\n\n"])
+def test_empty_ground_truth_file_is_one_error_line_naming_it(setup, capsys, text):
+    gt = setup / "data" / "seqB" / "groundtruth_rect.txt"
+    gt.write_text(text)
+    with pytest.raises(SystemExit) as exc:
+        main(folder_argv(setup, ["dimp/good"], setup / "o", "--no-plots"))
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == (
+        f"error: {gt}: empty annotation file (expected one x,y,w,h row per frame, at least the first)\n"
+    )
+
+
+def test_empty_ground_truth_given_directly_is_a_result_error():
+    from eval.evaluation import GroundTruth, evaluate_run, make_inputs
+    from eval.frame_errors import ResultError
+    from eval.protocols import get_protocol
+
+    gt = [GroundTruth("s", np.zeros((0, 4)))]
+    with pytest.raises(ResultError, match="the ground truth of sequence 's' has no rows"):
+        evaluate_run(make_inputs(gt, {"s": np.ones((3, 4))}), get_protocol("pytracking"))
