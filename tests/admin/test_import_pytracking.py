@@ -216,18 +216,21 @@ def test_preset_is_taken_from_the_published_file_name(tmp_path):
 
 def test_cli_converts_and_reports_errors_in_one_line(tmp_path, capsys, monkeypatch):
     src = _write(tmp_path, kwds=SUPER_DIMP_KWDS)
-    monkeypatch.setitem(PRESETS, "tiny", TINY)
-    assert main([str(src), str(tmp_path / "ok.pth.tar"), "--preset", "super_dimp"]) == 2
+    monkeypatch.setitem(PRESETS, "tiny", TINY)  # offered by --preset like the published ones
+    assert main([str(src), str(tmp_path / "ok.pth.tar"), "--preset", "tiny"]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'ok.pth.tar'}"
+    assert load_checkpoint(tmp_path / "ok.pth.tar")["setting"] == "pytracking/tiny"
+    assert main([str(src), str(tmp_path / "bad.pth.tar"), "--preset", "super_dimp"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
     assert str(src) in err and "feature_extractor.conv1.weight" in err and "has shape" in err
-    assert not (tmp_path / "ok.pth.tar").exists()
-    with pytest.raises(SystemExit):  # choices are fixed at parser build time: tiny is not offered
-        main([str(src), str(tmp_path / "ok.pth.tar"), "--preset", "unknown"])
-    capsys.readouterr()
+    assert not (tmp_path / "bad.pth.tar").exists()
     assert main([str(tmp_path / "missing.pth"), str(tmp_path / "x.pth.tar"), "--preset", "dimp50"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "no such file" in err and err.count("\n") == 1
+    with pytest.raises(SystemExit) as info:  # argparse's own usage error
+        main([str(src), str(tmp_path / "x.pth.tar"), "--preset", "unknown"])
+    assert info.value.code == 2
 
 
 # ----------------------------------------------------------------------------------------------------
