@@ -1,9 +1,15 @@
-"""Train a setting: ``python ltr/run_training.py <module> <setting> [key=value ...] [--resume] ...``."""
+"""Train a setting: ``python ltr/run_training.py <module> <setting> [key=value ...] [--resume] ...``.
+
+Ctrl-C prints one line instead of a traceback: the epoch safely on disk and the exact command that resumes
+the run (exit status 130).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from ltr.admin.checkpoint import CheckpointError
 from ltr.admin.config import ConfigError, apply_overrides
@@ -12,6 +18,7 @@ from ltr.admin.paths import workspace_dir
 from ltr.admin.stats import VisdomUnavailable
 from ltr.dataset.base import DatasetError
 from ltr.train_settings import MODULES, load_module
+from ltr.trainers.interrupt import command_line, interrupted_message
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,18 +47,27 @@ def main(argv: list[str] | None = None) -> None:
             f"error: unknown setting {args.setting!r} for {args.module}; "
             f"choose one of {sorted(module.SETTINGS)}"
         )
+    workspace = workspace_dir(args.workspace)
     try:
         config = apply_overrides(module.SETTINGS[args.setting](), args.overrides)
         module.train(
             config,
             setting=f"{args.module}/{args.setting}",
-            workspace=workspace_dir(args.workspace),
+            workspace=workspace,
             resume=args.resume,
             device=args.device,
             visdom=args.visdom,
         )
     except (ConfigError, DatasetError, CheckpointError, DistributedError, VisdomUnavailable) as err:
         sys.exit(f"error: {err}")
+    except KeyboardInterrupt as err:  # Ctrl-C: one line on what is kept and how to go on, no traceback
+        if os.environ.get("RANK", "0") == "0":
+            run = [args.module, args.setting, *args.overrides, "--workspace", str(workspace)]
+            run += ["--device", args.device] + (["--visdom"] if args.visdom else [])
+            prog = "ltr-train" if Path(sys.argv[0]).name == "ltr-train" else "python ltr/run_training.py"
+            resume, restart = command_line(prog, [*run, "--resume"]), command_line(prog, run)
+            print(interrupted_message(err, resume, restart), file=sys.stderr)
+        sys.exit(130)  # the shell's status for a process ended by SIGINT
 
 
 if __name__ == "__main__":

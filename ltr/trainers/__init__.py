@@ -10,6 +10,7 @@ from ltr.trainers.hooks import (
     VisdomHook,
     standard_hooks,
 )
+from ltr.trainers.interrupt import TrainingInterrupted
 from ltr.trainers.optim import build_adam, build_step_lr, group_lrs, resolve_param_groups
 from ltr.trainers.rng import capture_rng_state, restore_rng_state, seed_everything
 from ltr.trainers.setup import TrainerConfig, build_trainer, finish, prepare
@@ -24,6 +25,7 @@ __all__ = [
     "SummaryHook",
     "Trainer",
     "TrainerConfig",
+    "TrainingInterrupted",
     "ValidationHook",
     "VisdomHook",
     "build_adam",

@@ -123,6 +123,11 @@ class ProgressHook(Hook):
             self.bar.close()
             self.bar = None
 
+    def on_interrupt(self, trainer: Trainer) -> None:
+        if self.bar is not None:  # the interruption's message starts on a line of its own
+            self.bar.close()
+            self.bar = None
+
 
 class SummaryHook(Hook):
     """One line per epoch on rank 0 (stderr, when the trainer is verbose): losses, speed, LRs."""

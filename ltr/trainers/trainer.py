@@ -41,6 +41,7 @@ from ltr.admin.checkpoint import (
     load_checkpoint,
     remove_stale_temp_files,
 )
+from ltr.trainers.interrupt import TrainingInterrupted
 from ltr.trainers.optim import group_lrs
 from ltr.trainers.rng import capture_rng_state, restore_rng_state, seed_everything
 
@@ -70,6 +71,9 @@ class Hook:
 
     def after_train(self, trainer: Trainer) -> None:
         """After the last epoch (not called when training raised)."""
+
+    def on_interrupt(self, trainer: Trainer) -> None:
+        """After Ctrl-C stopped training, before :class:`TrainingInterrupted` is raised (close progress bars)."""
 
 
 def resolve_device(name: str | torch.device, info: distributed.DistInfo | None = None) -> torch.device:
@@ -361,6 +365,8 @@ class Trainer:
         """Run epochs ``epoch+1 .. epochs``; returns the stats history.
 
         Without ``resume`` a run folder that already holds checkpoints is an error (nothing is overwritten).
+        Ctrl-C (``KeyboardInterrupt``) in the loop raises :class:`TrainingInterrupted` naming the running epoch
+        and the last checkpoint on disk, after the hooks' ``on_interrupt``.
         """
         if resume:
             self.resume()
@@ -381,6 +387,9 @@ class Trainer:
                 self.history.append(self.train_epoch())
                 self._call_hooks("after_epoch")
             self._call_hooks("after_train")
+        except KeyboardInterrupt:
+            self._call_hooks("on_interrupt")
+            raise TrainingInterrupted.from_run(self.epoch, self.run_dir) from None
         finally:
             self._unwrap()
         return self.history
