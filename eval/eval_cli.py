@@ -213,6 +213,8 @@ def main(argv: Seq[str] | None = None) -> int:
     except (ResultError, DatasetError, KeyError, ValueError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         parser.exit(2, f"error: {message}\n")
+    except OSError as err:  # an output that cannot be written (no permission, a file where a folder goes)
+        parser.exit(2, f"error: cannot write {err.filename}: {err.strerror or err}\n")
     print(f"{args.dataset}: {len(kept)} sequences, protocol {protocol.name}")
     print(format_table(results_table(evaluations, protocol), args.format))
     print(f"\nwrote tables, plots and {json_path} to {out_dir}")

@@ -36,6 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     except ResultError as err:
         p.exit(2, f"error: {err}\n")
+    except OSError as err:  # the zip cannot be written there (no such folder, no permission, ...)
+        p.exit(2, f"error: cannot write {err.filename or args.out}: {err.strerror or err}\n")
     for w in report.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(

@@ -75,3 +75,15 @@ def test_non_finite_rows_are_rejected(tmp_path):
     with pytest.raises(ResultError, match=r"x\.txt:2: non-finite box"):
         pack_trackingnet(tmp_path, "dimp", "p", tmp_path / "o.zip")
     assert not (tmp_path / "o.zip").exists()
+
+
+def test_unwritable_zip_is_one_error_line(tmp_path, capsys):
+    make_runs(tmp_path, ["a"], runs=1)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder\n")
+    argv = ["got10k", "--tracker", "dimp", "--param", "nce_plus", "--results", str(tmp_path)]
+    with pytest.raises(SystemExit) as exc:
+        pack_main([*argv, "--out", str(blocker / "sub.zip")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot write {blocker}") and err.count("\n") == 1

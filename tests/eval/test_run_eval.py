@@ -225,3 +225,13 @@ def test_empty_ground_truth_given_directly_is_a_result_error():
     gt = [GroundTruth("s", np.zeros((0, 4)))]
     with pytest.raises(ResultError, match="the ground truth of sequence 's' has no rows"):
         evaluate_run(make_inputs(gt, {"s": np.ones((3, 4))}), get_protocol("pytracking"))
+
+
+def test_unwritable_output_is_one_error_line(setup, capsys):
+    blocker = setup / "a_file"
+    blocker.write_text("not a folder\n")
+    with pytest.raises(SystemExit) as exc:
+        main(folder_argv(setup, ["dimp/good"], blocker / "out", "--no-plots"))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot write {blocker}") and err.count("\n") == 1
