@@ -361,6 +361,10 @@ def main(argv: Seq[str] | None = None) -> int:
         parser.error(str(err))
     if args.sequences < 1:
         parser.error(f"--sequences must be >= 1, got {args.sequences}")
+    try:  # before any frame is rendered
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        parser.exit(2, f"error: cannot create --out {args.out}: {err.strerror or err}\n")
     start = time.perf_counter()
     stats = write_dataset(
         args.out,

@@ -193,6 +193,13 @@ def test_command_line_writes_a_set(tmp_path, capsys):
     assert len(seq) == 4 and _read_rgb(seq.frame_paths[0]).shape == (48, 64, 3)
     with pytest.raises(SystemExit):
         main(["--out", str(out), "--layout", "coco"])
+    capsys.readouterr()
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["--out", str(blocker / "set"), "--layout", "otb", "--no-progress"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == f"error: cannot create --out {blocker / 'set'}: Not a directory\n"
 
 
 def test_process_pool_writes_identical_files(tmp_path, otb_root):
