@@ -28,6 +28,7 @@ from tqdm import tqdm
 from ltr.admin.checkpoint import CheckpointError
 from ltr.admin.paths import workspace_dir
 from ltr.dataset.base import DatasetError
+from pytracking.evaluation.results import result_folder
 from pytracking.evaluation.runner import DATASET_NAMES, DatasetSpec, Failure, run_dataset
 from pytracking.evaluation.tracker_spec import TRACKER_PARAMS, TRACKERS, TrackerSpec, VisdomSpec, prepare_spec
 from pytracking.tracker.dimp.network import NoCheckpointError
@@ -84,16 +85,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {args.threads}")
-        if args.runid is not None and not 0 <= args.runid <= 999:
-            raise ValueError(f"--runid must be in 0..999, got {args.runid}")
         spec = TrackerSpec(args.tracker, args.param, args.net, args.device, visdom, args.debug, args.compile)
         names = dataset.open().sequence_names()  # the root exists and has the layout (workers reopen it)
         unknown = [s for s in args.sequence or () if s not in names]
         if unknown:
             raise ValueError(f"--sequence: dataset {args.dataset!r} has no sequence(s) {unknown}")
         spec, warnings = prepare_spec(spec, keep_loaded=args.threads == 1)
+        results = Path(args.results) if args.results else workspace_dir() / "results"
+        result_folder(results, spec.name, spec.param, args.runid).mkdir(parents=True, exist_ok=True)
     except (NoCheckpointError, CheckpointError, DatasetError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # the results folder cannot be made (a file in the way, no permission)
+        print(
+            f"error: cannot create the results folder {err.filename}: {err.strerror or err}", file=sys.stderr
+        )
         return 2
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -105,7 +111,6 @@ def main(argv: list[str] | None = None) -> int:
         except ConnectionError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-    results = Path(args.results) if args.results else workspace_dir() / "results"
     report = run_dataset(  # raises only with --debug (the first failing sequence's exception)
         spec,
         dataset,

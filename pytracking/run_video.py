@@ -173,11 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         for warning in warnings:
             print(f"warning: {warning}", file=sys.stderr)
         run = track_video(spec, args.source, args.init, args.save)
-    except (
-        VideoError,
-        FileNotFoundError,
-        ValueError,
-    ) as err:  # CheckpointError, TrackerInputError: ValueErrors
+    except (VideoError, OSError, ValueError) as err:  # CheckpointError and TrackerInputError are ValueErrors
         print(f"error: {err}", file=sys.stderr)
         return 2
     for i, b in enumerate(run.boxes):

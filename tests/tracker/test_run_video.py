@@ -122,3 +122,24 @@ def test_init_box_outside_the_frame_and_parameter_set_warning(tmp_path, capsys):
     assert err[0].endswith(
         "parameter sets tuned for it: nce_plus_tiny, nce_plus_tiny_norefine, nce_plus_tiny_s1"
     )
+
+
+def test_unwritable_save_path_is_one_error_line(tmp_path, capsys):
+    video = write_video(tmp_path / "in.avi", 2, "MJPG")
+    ckpt = write_tiny_checkpoint(tmp_path / "tiny.pth.tar")
+    (tmp_path / "a_file").write_text("not a folder\n")
+    out = tmp_path / "a_file" / "out.avi"
+    argv = [
+        "dimp",
+        "nce_plus_tiny",
+        str(video),
+        "--init",
+        "10,10,12,10",
+        "--net",
+        str(ckpt),
+        "--device",
+        "cpu",
+    ]
+    assert main([*argv, "--save", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "a_file" in err and err.count("\n") == 1

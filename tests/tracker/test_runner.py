@@ -211,3 +211,17 @@ def test_parameter_set_for_another_network_is_a_warning_line(tree, capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("warning: parameter set 'nce_plus' is tuned for the resnet50")
     assert f"but {ckpt} holds a resnet18" in err[0]
+
+
+def test_results_folder_that_cannot_be_made_is_one_error_line(tree, capsys):
+    root, ckpt, results = tree
+    results.parent.joinpath("a_file").write_text("not a folder\n")
+    blocked = results.parent / "a_file" / "results"
+    assert run(root, ckpt, blocked) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"error: cannot create the results folder {results.parent / 'a_file'}")
+        and err.count("\n") == 1
+    )
+    assert run(root, ckpt, results, "--runid", "1000") == 2
+    assert capsys.readouterr().err == "error: runid must be in 0..999, got 1000\n"
