@@ -409,12 +409,13 @@ PRESETS: dict[str, Preset] = {
             "kl_uniform_weight": 0.0,
             "kl_softmax_reg": None,
         },
-        # DiMP-50's crops (PrDiMP-50 trains with the same processing)
+        # the crops of pytracking's PrDiMP-50 parameter file (it trains on DiMP-50's 288-pixel crops of 5x
+        # the target, but tracks with SuperDiMP's)
         data={
-            "crop_size": 288,
-            "search_area_factor": 5.0,
-            "crop_mode": "replicate",
-            "max_scale_change": math.inf,
+            "crop_size": 352,
+            "search_area_factor": 6.0,
+            "crop_mode": "inside_major",
+            "max_scale_change": 1.5,
         },
     ),
 }

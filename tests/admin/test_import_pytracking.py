@@ -481,7 +481,9 @@ def test_prdimp50_preset_is_dimp50_with_the_newton_optimizer():
     plain = to_dict(config)
     assert to_dict(from_dict(DiMPTrainConfig, plain)) == plain
     geometry = geometry_from_train_config(plain)
-    assert (geometry.crop_size, geometry.search_area_factor, geometry.crop_mode) == (288, 5.0, "replicate")
+    # pytracking's prdimp50 parameter file tracks with SuperDiMP's crops
+    assert (geometry.crop_size, geometry.search_area_factor, geometry.crop_mode) == (352, 6.0, "inside_major")
+    assert geometry.max_scale_change == 1.5
     net = config.net
     assert net.filter_optimizer == "newton_kl"
     assert (net.optim_min_reg, net.kl_label_sigma, net.kl_alpha_eps, net.kl_normalize_label) == (
@@ -521,7 +523,7 @@ def test_converts_a_prdimp50_file_and_the_tracker_loads_its_newton_optimizer(tmp
         None,
     )
     assert opt.label_sigma == pytest.approx(0.9) and opt.filter_reg.item() == pytest.approx(0.07)
-    assert loaded.geometry.crop_size == 288
+    assert loaded.geometry.crop_size == 352
 
 
 def test_prdimp50_refusals(tmp_path):

@@ -13,7 +13,6 @@ from pytracking.tracker.dimp.localize import (
     LocalizationThresholds,
     localize,
     motion_window,
-    softmax_reg,
 )
 
 T = LocalizationThresholds()
@@ -78,15 +77,6 @@ def test_non_finite_scores_do_not_win():
     s = score_map({(5, 5): 1.0})
     s[0, 0] = float("nan")
     assert localize(s, torch.zeros(2), SIZE, T).disp.tolist() == [-6.0, -6.0]
-
-
-def test_softmax_reg_adds_one_logit():
-    s = torch.tensor([[0.0, 1.0], [2.0, -1.0]])
-    e = s.exp()
-    torch.testing.assert_close(softmax_reg(s, 0.5), e / (e.sum() + torch.exp(torch.tensor(0.5))))
-    torch.testing.assert_close(softmax_reg(s, None), e / e.sum())
-    big = softmax_reg(s + 500.0, 0.5)  # stable for large scores
-    torch.testing.assert_close(big, e / e.sum(), rtol=1e-5, atol=1e-6)
 
 
 def test_motion_window():

@@ -44,19 +44,6 @@ class Localization(NamedTuple):
     scores: Tensor
 
 
-def softmax_reg(scores: Tensor, reg: float | None) -> Tensor:
-    """PrDiMP's score preprocessing: a softmax over all cells of a map with one extra logit ``reg``,
-    ``exp(s) / (sum exp(s) + exp(reg))`` (the plain softmax when ``reg`` is None)."""
-    flat = scores.reshape(-1)
-    if reg is None:
-        return torch.softmax(flat, 0).reshape(scores.shape)
-    m = torch.clamp(flat.max(), min=float(reg))
-    e = torch.exp(flat - m)
-    return (e / (e.sum() + torch.exp(torch.as_tensor(float(reg), dtype=flat.dtype) - m))).reshape(
-        scores.shape
-    )
-
-
 def motion_window(shape: tuple[int, int], centre_cells: Tensor, strength: float) -> Tensor:
     """(H', W') weights ``(1 - strength) + strength * hann`` (an option of ours, not the reference's): the
     product of 1D Hann windows of length H' + 1 and W' + 1 cells centred on ``centre_cells`` (2,) (y, x) in

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ltr.models.target_classifier import softmax_reg
 from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
 from pytracking.tracker.dimp.compiled import compiled_stage
 from pytracking.tracker.dimp.frames import frame_to_tensor
@@ -34,7 +35,6 @@ from pytracking.tracker.dimp.localize import (
     LocalizationThresholds,
     localize,
     motion_window,
-    softmax_reg,
 )
 from pytracking.tracker.dimp.memory import SampleMemory
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
@@ -133,7 +133,7 @@ class DiMPTracker:
         scores = self.net.classifier.classify(self.filter, clf[:, None])[0, 0]
         if self.params.score_preprocess == "softmax":
             reg = getattr(self.net.classifier.optimizer, "softmax_reg", None)
-            scores = softmax_reg(scores, reg)
+            scores = softmax_reg(scores, dim=(-2, -1), reg=reg)
         return scores
 
     def _optimize(self, num_iter: int) -> None:

@@ -1,0 +1,174 @@
+"""Golden files for the DiMP tracker from pytracking's own tracker (``tests/golden/tracker_*.npz``).
+
+    python scripts/pytracking_golden_tracker.py --pytracking PATH [--preset super_dimp|dimp50] [--frames 8]
+
+pytracking (a checkout of visionml/pytracking, imported on the CPU by ``scripts/pytracking_reference.py``)
+builds its ``dimpnet50`` with the preset's arguments, filled with the seeded weights of
+``tests/golden/seeded.py``, and tracks two clips of ``tests/golden/clips.py`` (synthetic and a camera path over
+a photograph) with its DiMP tracker and the preset's own parameter file (``use_gpu=False``). Every random
+draw is made identical for both trackers: pytracking's global generator is seeded with ``seed`` before
+``initialize`` and with ``seed + 1_000_003 * frame_num`` before each ``track``, as this toolkit's tracker seeds
+its own generator. Recorded per frame: the state before the frame (for single-step checks), the crop
+coordinates, the score map localisation used, its state, the refinement's candidates and scores, the
+output box and the sample-memory weights; at initialisation the augmented samples' boxes and the
+modulation vectors; the final filter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from scripts.pytracking_reference import import_reference  # noqa: E402
+from tests.golden.clips import photo_clip, synthetic_clip  # noqa: E402
+from tests.golden.pytracking_format import DIMP50_KWDS, SUPER_DIMP_KWDS  # noqa: E402
+from tests.golden.seeded import seeded_state_dict  # noqa: E402
+
+SEED = 7
+KWDS = {"dimp50": DIMP50_KWDS, "super_dimp": SUPER_DIMP_KWDS}
+#: pytracking's per-frame seeding, the same as DiMPTracker's
+FRAME_SEED = 1_000_003
+
+
+def _t(x: Any) -> np.ndarray:
+    return torch.as_tensor(x).detach().cpu().double().numpy()
+
+
+STATES = ("not_found", "uncertain", "hard_negative", "normal")
+
+
+def _track_clip(tracker: Any, p: str, frames: list[np.ndarray], init_box: np.ndarray, num_boxes: int) -> dict:
+    """Track one clip with pytracking's DiMP ``tracker``; the recorded arrays, keys prefixed by ``p``."""
+    tracker.visdom = None
+    record: dict[str, Any] = {}
+    extract_backbone_features = tracker.extract_backbone_features
+    localize_target = tracker.localize_target
+    optimize_boxes = tracker.optimize_boxes
+
+    def extract(im, pos, scales, sz):
+        feat, coords, patches = extract_backbone_features(im, pos, scales, sz)
+        record["coords"] = coords[0]
+        return feat, coords, patches
+
+    def localize(scores, sample_pos, sample_scales):
+        result = localize_target(scores, sample_pos, sample_scales)
+        record["scores"], record["flag"] = result[2][0], result[3]
+        return result
+
+    def optimize(iou_features, init_boxes):
+        boxes, scores = optimize_boxes(iou_features, init_boxes)
+        record["init_boxes"], record["boxes"], record["box_scores"] = init_boxes, boxes, scores
+        return boxes, scores
+
+    tracker.extract_backbone_features = extract
+    tracker.localize_target = localize
+    tracker.optimize_boxes = optimize
+    torch.manual_seed(SEED)
+    tracker.initialize(frames[0], {"init_bbox": list(map(float, init_box))})
+    out = {
+        p + "init_boxes": _t(tracker.target_boxes[: tracker.num_init_samples[0]]),
+        p + "modulation2": _t(tracker.iou_modulation[0]),
+        p + "modulation3": _t(tracker.iou_modulation[1]),
+        p + "init_filter": _t(tracker.target_filter),
+    }
+    keys = ("pre_pos", "pre_sz", "pre_scale", "pre_pos_iounet", "pre_filter_sum", "coords", "scores", "state")
+    keys += ("refine_init", "refine_boxes", "refine_scores", "box", "weights", "filter_sum")
+    rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+    for index, frame in enumerate(frames[1:], start=2):
+        record.clear()
+        rows["pre_pos"].append(_t(tracker.pos))
+        rows["pre_sz"].append(_t(tracker.target_sz))
+        rows["pre_scale"].append(_t(tracker.target_scale).reshape(()))
+        pos_iounet = getattr(tracker, "pos_iounet", None)
+        rows["pre_pos_iounet"].append(_t(pos_iounet) if pos_iounet is not None else np.full(2, np.nan))
+        rows["pre_filter_sum"].append(_t(tracker.target_filter.abs().sum()))
+        torch.manual_seed(SEED + FRAME_SEED * index)
+        box = tracker.track(frame)["target_bbox"]
+        rows["state"].append(np.array(STATES.index(record["flag"])))
+        rows["coords"].append(_t(record["coords"]))
+        rows["scores"].append(_t(record["scores"]))
+        refined = "boxes" in record
+        for key, name, shape in (
+            ("refine_init", "init_boxes", (num_boxes, 4)),
+            ("refine_boxes", "boxes", (num_boxes, 4)),
+            ("refine_scores", "box_scores", (num_boxes,)),
+        ):
+            rows[key].append(_t(record[name]).reshape(shape) if refined else np.full(shape, np.nan))
+        rows["box"].append(np.asarray(box, dtype=np.float64))
+        rows["weights"].append(_t(tracker.sample_weights[0]))
+        rows["filter_sum"].append(_t(tracker.target_filter.abs().sum()))
+    out.update({p + key: np.stack(values) for key, values in rows.items()})
+    out[p + "final_filter"] = _t(tracker.target_filter).astype(np.float32)
+    return out
+
+
+def run_reference(
+    preset: str, clips: dict[str, tuple[list[np.ndarray], np.ndarray]]
+) -> dict[str, np.ndarray]:
+    import importlib
+
+    import ltr.models.tracking.dimpnet as dimpnet
+    from pytracking.features.net_wrappers import NetWithBackbone
+    from pytracking.tracker.dimp import DiMP
+
+    kwds = {**KWDS[preset], "backbone_pretrained": False}
+    net = dimpnet.dimpnet50(**kwds)
+    shapes = [(k, tuple(v.shape)) for k, v in net.state_dict().items()]
+    net.load_state_dict(seeded_state_dict(SEED, shapes))
+    net.eval()
+    out: dict[str, np.ndarray] = {
+        "keys": np.array([k for k, _ in shapes]),
+        "shapes": np.array([list(s) + [0] * (4 - len(s)) for _, s in shapes]),
+        "ndims": np.array([len(s) for _, s in shapes]),
+    }
+
+    class Wrapped(NetWithBackbone):
+        def initialize(self) -> None:  # the network is already here
+            pass
+
+    params = importlib.import_module(f"pytracking.parameter.dimp.{preset}").parameters()
+    params.use_gpu = False
+    params.device = "cpu"
+    params.net = Wrapped(net_path=None, use_gpu=False)
+    params.net.net = net
+
+    for clip, (frames, init_box) in clips.items():
+        out.update(_track_clip(DiMP(params), f"{clip}/", frames, init_box, params.num_init_random_boxes + 1))
+        states = [STATES[int(k)] for k in out[f"{clip}/state"]]
+        print(f"{preset} {clip}: states {states}", flush=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pytracking", required=True, type=Path, help="path of a pytracking checkout")
+    parser.add_argument("--preset", choices=sorted(KWDS), default="super_dimp")
+    parser.add_argument("--frames", type=int, default=8)
+    parser.add_argument("--out", type=Path, default=None, help="default tests/golden/tracker_<preset>.npz")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (sums depend on it)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    clips = {"synthetic": synthetic_clip(args.frames), "photo": photo_clip(args.frames)}
+    import_reference(args.pytracking)
+    out = run_reference(args.preset, clips)
+    out["seed"] = np.array(SEED)
+    out["frame_seed"] = np.array(FRAME_SEED)
+    path = args.out or REPO / "tests" / "golden" / f"tracker_{args.preset}.npz"
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez_compressed(tmp, **out)
+    tmp.replace(path)
+    print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
+
+
+if __name__ == "__main__":
+    main()
