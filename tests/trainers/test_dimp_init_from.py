@@ -99,12 +99,21 @@ def test_frozen_parts_get_no_gradient_and_keep_batchnorm_in_eval_mode():
 def test_network_configs_differ_only_in_what_they_compute():
     tiny = tiny_net_config()
     other = dataclasses.replace(
-        tiny, pretrained=True, frozen_layers=("conv1",), label_init_sigma=tiny.label_init_sigma * (1 + 1e-9)
+        tiny,
+        pretrained=True,
+        frozen_layers=("conv1",),
+        optim_init_step=1.0,
+        optim_init_reg=0.05,
+        label_init_sigma=0.9,
+        mask_init_factor=2.0,
+        bin_displacement=tiny.bin_displacement * (1 + 1e-9),
     )
     assert net_config_differences(tiny, other) == []  # how a net is initialised / trained; float rounding
-    assert net_config_differences(tiny, dataclasses.replace(tiny, clf_feature_dim=16, filter_size=3)) == [
+    assert net_config_differences(
+        tiny, dataclasses.replace(tiny, clf_feature_dim=16, optim_min_reg=0.05)
+    ) == [
         "net.clf_feature_dim (checkpoint 16, setting 32)",
-        "net.filter_size (checkpoint 3, setting 4)",
+        "net.optim_min_reg (checkpoint 0.05, setting 0.001)",
     ]
 
 

@@ -53,8 +53,8 @@ class DiMPTrainConfig:
 
     ``init_from`` (a checkpoint of this toolkit, e.g. one converted from pytracking by
     ``ltr.admin.import_pytracking``) gives the initial weights of every part: its ``net`` config must equal
-    ``net`` (except ``pretrained`` and ``frozen_layers``, which say how a network is initialised and
-    trained, not what it is), and no ImageNet weights are read. ``train_parts`` names the parts that train
+    ``net`` except in the keys that say how a network is initialised or trained, not what it computes
+    (``ltr.train_settings.dimp.initial.NOT_COMPARED``), and no ImageNet weights are read. ``train_parts`` names the parts that train
     (entries of :data:`PARTS`, or ``classifier`` for its three); the others are frozen: no gradient, and
     BatchNorm in eval mode. Both are read by the training run only: :func:`ltr.models.tracking.build_dimpnet`
     sees ``net`` alone, so a trained network is rebuilt from its saved config without the initial file, and

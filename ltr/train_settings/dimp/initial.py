@@ -24,8 +24,16 @@ from ltr.train_settings.dimp.base import PARTS, DiMPTrainConfig
 from ltr.trainers.freeze import eval_batchnorm
 from ltr.trainers.optim import prefix_matches
 
-#: ``net`` keys an initial checkpoint may differ in: ImageNet initialisation and the backbone's frozen layers.
-NOT_COMPARED = ("pretrained", "frozen_layers")
+#: ``net`` keys an initial checkpoint may differ in: ImageNet initialisation, the backbone's frozen layers and
+#: the initial values of learned parameters of the filter optimizer (its weights replace them).
+NOT_COMPARED = (
+    "pretrained",
+    "frozen_layers",
+    "optim_init_step",
+    "optim_init_reg",
+    "label_init_sigma",
+    "mask_init_factor",
+)
 
 
 def check_train_parts(parts: Sequence[str]) -> tuple[str, ...]:
