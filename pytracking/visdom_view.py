@@ -13,8 +13,6 @@ from typing import Any
 import cv2
 import numpy as np
 
-from pytracking.tracker.dimp.localize import STATE_NAMES
-
 FRAME_WIN, SCORE_WIN, STATE_WIN = "frame", "score_map", "state"
 
 
@@ -87,6 +85,5 @@ class VisdomView:
         if scores is not None:
             s = score_image(scores.detach().float().cpu().numpy())
             self.vis.image(s.transpose(2, 0, 1), win=SCORE_WIN, env=self.env, opts={"title": "score map"})
-        state = info.get("state")  # an int, or a device tensor from a sync-free tracker (read here)
-        state = "init" if state is None else STATE_NAMES.get(int(state), str(state))
+        state = info.get("state", "init")  # a localisation state name (pytracking.tracker.dimp.localize)
         self.vis.text(f"{sequence} frame {frame_index}: state {state}", win=STATE_WIN, env=self.env)

@@ -70,7 +70,8 @@ def network_path(spec: TrackerSpec) -> str:
     setting = get_parameters(spec.param).train_setting
     if setting is None:
         raise NoCheckpointError(
-            f"parameter set {spec.param!r} names no train setting to take a checkpoint of; pass --net PATH"
+            f"parameter set {spec.param!r} is pytracking's trained model: pass --net PATH to its file converted "
+            "with `python -m ltr.admin.import_pytracking SRC DST`"
         )
     return str(default_checkpoint(setting))
 
