@@ -3,8 +3,8 @@ feature head (``params.compile``).
 
 Every tracked frame runs them on one crop of the same size, so each compiles once per network and process
 (Inductor, with the weights frozen as constants, which lets it prepack the convolution weights and fuse the
-element-wise work). The first frame pays the compilation: about 13 s for ResNet-50 on 2 CPU cores, 4 s once
-Inductor's disk cache holds it. Initialisation's batch of augmented crops stays eager. Compiled stages are
+element-wise work). The first frame pays the compilation (seconds; less once Inductor's disk cache holds it).
+Initialisation's batch of augmented crops stays eager. Compiled stages are
 kept on the module object and shared by every tracker built on it; the weights are baked in, so they must not
 change afterwards (the tracker's networks are frozen).
 
@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch._inductor.config as inductor_config
 from torch import Tensor, nn
 
 __all__ = ["CompiledStage", "compiled_stage"]
@@ -35,15 +34,13 @@ class CompiledStage:
         self.module = module
         self.name = name
         self.compiled = True
-        self._fn: Callable = torch.compile(module, dynamic=False)
+        # freezing: the frozen weights become constants, so Inductor can prepack the convolution weights
+        self._fn: Callable = torch.compile(module, dynamic=False, options={"freezing": True})
 
     def __call__(self, *args: Tensor) -> Any:
         if self.compiled:
             try:
-                # freezing is read while compiling, at the first call: compile(options=...) does not reach it
-                # (measured: ResNet-50 to layer3 at 288 px 44.3 ms with options, 40.5 ms with the patch)
-                with inductor_config.patch(freezing=True):
-                    return self._fn(*args)
+                return self._fn(*args)
             except Exception as error:  # toolchain missing or unsupported op: eager is always correct
                 self.compiled = False
                 warnings.warn(
