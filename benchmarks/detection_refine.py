@@ -16,7 +16,7 @@ import torch
 from ltr.detection.detector import TINY_LEVELS
 from ltr.detection.energy import BoxScorer
 from ltr.ebm import gradient_ascent
-from ltr.models.detection import EnergyBoxHead
+from ltr.models.detection import DetectionEnergyHead
 
 
 def _refine(head, feats, ref, index):
@@ -41,7 +41,7 @@ def main() -> None:
     n = args.boxes * args.images
     ref = torch.cat([torch.rand(n, 2, generator=gen) * 180, torch.rand(n, 2, generator=gen) * 60 + 16], 1)
     index = torch.arange(args.images).repeat_interleave(args.boxes)
-    head = EnergyBoxHead(in_channels=64, pool_size=5, hidden=256).eval()
+    head = DetectionEnergyHead(in_channels=64, pool_size=5, hidden=256).eval()
 
     def batched():
         return _refine(head, feats, ref, index)

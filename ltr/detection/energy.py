@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from ltr.detection.detector import LevelSpec
-from ltr.models.detection import EnergyBoxHead
+from ltr.models.detection import DetectionEnergyHead
 from ltr.ops.boxes import rel_to_xywh, xywh_to_xyxy
 from ltr.ops.prroi_pool import prroi_pool
 
@@ -32,7 +32,7 @@ class BoxScorer:
 
     def __init__(
         self,
-        head: EnergyBoxHead,
+        head: DetectionEnergyHead,
         features: list[Tensor],
         levels: LevelSpec,
         reference: Tensor,

@@ -29,7 +29,7 @@ from ltr.detection.detector import (
 )
 from ltr.detection.energy import BoxScorer
 from ltr.ebm import LossResult, build_method, gradient_ascent
-from ltr.models.detection import EnergyBoxHead
+from ltr.models.detection import DetectionEnergyHead
 from ltr.ops.boxes import rel_to_xywh, xywh_to_xyxy, xyxy_to_xywh
 
 Log = Callable[[str], None]
@@ -105,8 +105,8 @@ def build_setup(cfg: DetectionConfig, workspace: Path, device: torch.device, log
     return Setup(root=root, detector=detector.to(device))
 
 
-def build_head(cfg: DetectionConfig, in_channels: int) -> EnergyBoxHead:
-    return EnergyBoxHead(in_channels=in_channels, pool_size=cfg.pool_size, hidden=cfg.hidden)
+def build_head(cfg: DetectionConfig, in_channels: int) -> DetectionEnergyHead:
+    return DetectionEnergyHead(in_channels=in_channels, pool_size=cfg.pool_size, hidden=cfg.hidden)
 
 
 def build_loss(cfg: DetectionConfig) -> Callable[..., LossResult]:
@@ -144,7 +144,7 @@ def _batch_targets(
 
 
 def train_head(
-    cfg: DetectionConfig, setup: Setup, head: EnergyBoxHead, device: torch.device, log: Log = print
+    cfg: DetectionConfig, setup: Setup, head: DetectionEnergyHead, device: torch.device, log: Log = print
 ) -> list[dict[str, float]]:
     """Train ``head`` on GT boxes of the train split with the configured method; returns logged stats."""
     data = CocoImages(setup.root, cfg.train_split)
@@ -209,7 +209,7 @@ def _top(keep: Tensor, scores: Tensor, k: int) -> Tensor:
 
 
 def prepare_batch(
-    cfg: DetectionConfig, setup: Setup, head: EnergyBoxHead, images: list[Tensor], image_ids: list[int]
+    cfg: DetectionConfig, setup: Setup, head: DetectionEnergyHead, images: list[Tensor], image_ids: list[int]
 ) -> Prepared:
     """Run the detector, score every raw detection with f, apply standard NMS (baseline) and guided NMS."""
     from ltr.detection.nms import guided_nms
@@ -255,7 +255,7 @@ def prepare_batch(
 
 def refine(
     cfg: DetectionConfig,
-    head: EnergyBoxHead,
+    head: DetectionEnergyHead,
     levels: LevelSpec,
     prep: Prepared,
     step_pos: float,
@@ -279,7 +279,7 @@ def refine(
 def evaluate_split(
     cfg: DetectionConfig,
     setup: Setup,
-    head: EnergyBoxHead,
+    head: DetectionEnergyHead,
     split: str,
     step_pairs: list[tuple[float, float]],
     device: torch.device,

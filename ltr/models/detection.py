@@ -9,7 +9,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 
-class EnergyBoxHead(nn.Module):
+class DetectionEnergyHead(nn.Module):
     """f = fc3(relu(fc2(relu(fc1(flatten(pooled)))))).
 
     Args:

@@ -5,7 +5,7 @@ import torch
 from ltr.detection.detector import LevelSpec
 from ltr.detection.energy import BoxScorer
 from ltr.ebm import build_method
-from ltr.models.detection import EnergyBoxHead
+from ltr.models.detection import DetectionEnergyHead
 from ltr.ops.boxes import xywh_to_rel
 
 LEVELS = LevelSpec(("0",), (2,), 32.0, 0)
@@ -28,7 +28,7 @@ def test_trained_head_gradient_points_to_gt():
     torch.manual_seed(0)
     gt = torch.tensor([[12.0, 16.0, 24.0, 20.0], [36.0, 30.0, 18.0, 26.0]])
     feats = [_image_features(gt)]
-    head = EnergyBoxHead(in_channels=6, pool_size=4, hidden=64)
+    head = DetectionEnergyHead(in_channels=6, pool_size=4, hidden=64)
     index = torch.zeros(2, dtype=torch.long)
     scorer = BoxScorer(head, feats, LEVELS, gt, index)
     loss_fn = build_method("nce_plus", sigmas=(0.075, 0.15, 0.3), num_samples=31, beta=0.1)
@@ -62,7 +62,7 @@ def test_scorer_uses_the_reference_level_and_is_finite_for_tiny_boxes():
     levels = LevelSpec(("0", "1"), (8, 16), 24.0, 1)
     ref = torch.tensor([[4.0, 4.0, 8.0, 8.0], [10.0, 10.0, 50.0, 40.0], [0.0, 0.0, 0.5, 0.5]])
     assert levels.assign(ref).tolist() == [0, 1, 0]
-    head = EnergyBoxHead(in_channels=3, pool_size=2, hidden=8)
+    head = DetectionEnergyHead(in_channels=3, pool_size=2, hidden=8)
     scorer = BoxScorer(head, feats, levels, ref, torch.tensor([1, 0, 1]))
     y = torch.zeros(3, 5, 4, requires_grad=True)
     f = scorer(y)
@@ -80,7 +80,7 @@ def test_scores_do_not_depend_on_the_batch_composition():
     levels = LevelSpec(("0",), (8,), 32.0, 0)
     index = torch.tensor([2, 0, 2, 1, 2, 0])  # every image present, uneven counts, unsorted
     ref = torch.cat([torch.rand(6, 2, generator=gen) * 50, torch.rand(6, 2, generator=gen) * 30 + 10], 1)
-    head = EnergyBoxHead(in_channels=4, pool_size=3, hidden=16)
+    head = DetectionEnergyHead(in_channels=4, pool_size=3, hidden=16)
     y = 0.1 * torch.randn(6, 4, 4, generator=gen)
     full = BoxScorer(head, feats, levels, ref, index)(y)
     for b in range(3):
