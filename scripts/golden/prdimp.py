@@ -1,15 +1,9 @@
-"""Golden numbers for PrDiMP's filter optimizer, its regularised softmax and its classifier, from pytracking.
+"""PrDiMP's filter optimizer, regularised softmax and classifier, from pytracking.
 
 Runs pytracking's own ``PrDiMPSteepestDescentNewton``, ``softmax_reg`` and a PrDiMP-50 classifier (the
-``klcedimpnet50`` composition at small widths) on seeded inputs on the CPU, and writes their inputs and
-outputs to one ``.npz`` that ``tests/models/test_newton_kl_golden.py`` compares with this toolkit's modules.
-
-    python scripts/pytracking_golden_prdimp.py --pytracking PATH/TO/pytracking \
-        [--out tests/golden/prdimp_classifier.npz]
-
-``PATH`` is a checkout of https://github.com/visionml/pytracking. Its PrRoIPool is a CUDA extension; the script
-puts a stand-in module in its place that forwards to this toolkit's exact PrRoIPool
-(:func:`ltr.ops.prroi_pool.prroi_pool`), so only the pooling inside the classifier's filter initializer is ours.
+``klcedimpnet50`` composition at small widths) on seeded inputs, and writes their inputs and outputs, which
+``tests/models/test_newton_kl_golden.py`` compares with this toolkit's modules. Only the pooling inside the
+classifier's filter initializer is this toolkit's (see :mod:`scripts.golden.reference`).
 
 Layout of the file: every array is ``<case>__<name>``; ``<case>__config`` is a JSON string with the case's
 hyper-parameters. Losses are pytracking's (regulariser ``lambda |w|^2``, where this toolkit's objective has
@@ -21,20 +15,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import types
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from scripts.golden.reference import import_reference
 
-from ltr.admin.io import atomic_write  # noqa: E402
-from ltr.ops.prroi_pool import prroi_pool as _our_prroi_pool  # noqa: E402
+OUT = "prdimp_classifier.npz"
 
 #: Optimizer cases: (name, constructor arguments of pytracking's optimizer, sequences, sample weights given,
 #: filter size, feature map size).
@@ -94,45 +83,6 @@ NUM_ITER = 4
 STRIDE = 16
 
 
-def install_prroi_stand_in() -> None:
-    """Make ``ltr.external.PreciseRoIPooling.pytorch.prroi_pool.PrRoIPool2D`` our exact PrRoIPool."""
-
-    class PrRoIPool2D(torch.nn.Module):
-        def __init__(self, pooled_height: int, pooled_width: int, spatial_scale: float) -> None:
-            super().__init__()
-            self.size = (int(pooled_height), int(pooled_width))
-            self.spatial_scale = float(spatial_scale)
-
-        def forward(self, features: torch.Tensor, rois: torch.Tensor) -> torch.Tensor:
-            return _our_prroi_pool(features, rois, self.size, self.spatial_scale)
-
-    names = ["ltr.external", "ltr.external.PreciseRoIPooling", "ltr.external.PreciseRoIPooling.pytorch"]
-    for name in names:
-        module = types.ModuleType(name)
-        module.__path__ = []  # a package, so that the submodule import resolves through sys.modules
-        sys.modules[name] = module
-    leaf = types.ModuleType("ltr.external.PreciseRoIPooling.pytorch.prroi_pool")
-    leaf.PrRoIPool2D = PrRoIPool2D
-    sys.modules[leaf.__name__] = leaf
-
-
-def import_pytracking(path: Path) -> dict[str, Any]:
-    """pytracking's modules used here, imported from the checkout at ``path`` (replacing our ``ltr``)."""
-    for name in [n for n in sys.modules if n == "ltr" or n.startswith("ltr.")]:
-        del sys.modules[name]
-    sys.path.insert(0, str(path))
-    install_prroi_stand_in()
-    import importlib
-
-    return {
-        "optimizer": importlib.import_module("ltr.models.target_classifier.optimizer"),
-        "activation": importlib.import_module("ltr.models.layers.activation"),
-        "features": importlib.import_module("ltr.models.target_classifier.features"),
-        "initializer": importlib.import_module("ltr.models.target_classifier.initializer"),
-        "linear_filter": importlib.import_module("ltr.models.target_classifier.linear_filter"),
-    }
-
-
 def _boxes(gen: torch.Generator, shape: tuple[int, ...], image: int) -> torch.Tensor:
     """xywh boxes of 16-48 px whose centres lie inside the middle of an ``image``-pixel square."""
     size = 16 + 32 * torch.rand(*shape, 2, generator=gen)
@@ -140,7 +90,7 @@ def _boxes(gen: torch.Generator, shape: tuple[int, ...], image: int) -> torch.Te
     return torch.cat([centre - size / 2, size], dim=-1)
 
 
-def optimizer_cases(pt: dict[str, Any], out: dict[str, np.ndarray]) -> None:
+def optimizer_cases(pt: types.SimpleNamespace, out: dict[str, np.ndarray]) -> None:
     """Filter iterates, losses and parameter gradients of pytracking's PrDiMPSteepestDescentNewton."""
     for index, (name, kwargs, num_seq, weighted, k, fsz) in enumerate(OPTIMIZER_CASES):
         gen = torch.Generator().manual_seed(100 + index)
@@ -154,7 +104,7 @@ def optimizer_cases(pt: dict[str, Any], out: dict[str, np.ndarray]) -> None:
             weights = weights / weights.sum(0, keepdim=True)
         log_step = math.log(0.6 + 0.8 * torch.rand((), generator=gen).item())
         reg = kwargs["init_filter_reg"] * (0.8 + 0.6 * torch.rand((), generator=gen).item())
-        opt = pt["optimizer"].PrDiMPSteepestDescentNewton(
+        opt = pt.optimizer.PrDiMPSteepestDescentNewton(
             num_iter=NUM_ITER, feat_stride=STRIDE, init_step_length=1.0, **{**kwargs, "init_filter_reg": reg}
         )
         with torch.no_grad():
@@ -199,24 +149,24 @@ def optimizer_cases(pt: dict[str, Any], out: dict[str, np.ndarray]) -> None:
             out[f"{name}__{key}"] = value if isinstance(value, np.ndarray) else value.detach().numpy()
 
 
-def softmax_case(pt: dict[str, Any], out: dict[str, np.ndarray]) -> None:
+def softmax_case(pt: types.SimpleNamespace, out: dict[str, np.ndarray]) -> None:
     """pytracking's softmax_reg over the flattened cells of score maps, without and with a regulariser."""
     gen = torch.Generator().manual_seed(7)
     scores = 3.0 * torch.randn(2, 3, 5, 5, generator=gen)
     out["softmax__scores"] = scores.numpy()
     for tag, reg in (("none", None), ("reg", -0.5), ("reg_high", 4.0)):
         flat = scores.reshape(2, 3, -1)
-        result = pt["activation"].softmax_reg(flat, dim=2, reg=reg).reshape(scores.shape)
+        result = pt.activation.softmax_reg(flat, dim=2, reg=reg).reshape(scores.shape)
         out[f"softmax__{tag}"] = result.numpy()
     out["softmax__config"] = np.array(json.dumps({"none": None, "reg": -0.5, "reg_high": 4.0}))
 
 
-def classifier_case(pt: dict[str, Any], out: dict[str, np.ndarray]) -> None:
+def classifier_case(pt: types.SimpleNamespace, out: dict[str, np.ndarray]) -> None:
     """PrDiMP-50's classifier (klcedimpnet50: feature head, linear initializer, Newton optimizer) at small
     widths: its parameters, inputs, the test scores of every filter iterate."""
     torch.manual_seed(11)
     in_dim, out_dim, k, num_iter = 32, 16, 4, 5
-    head = pt["features"].residual_bottleneck(
+    head = pt.features.residual_bottleneck(
         feature_dim=in_dim // 4,
         num_blocks=0,
         l2norm=True,
@@ -225,10 +175,10 @@ def classifier_case(pt: dict[str, Any], out: dict[str, np.ndarray]) -> None:
         out_dim=out_dim,
         final_relu=False,
     )
-    init = pt["initializer"].FilterInitializerLinear(
+    init = pt.initializer.FilterInitializerLinear(
         filter_size=k, filter_norm=False, feature_dim=out_dim, init_weights="default"
     )
-    opt = pt["optimizer"].PrDiMPSteepestDescentNewton(
+    opt = pt.optimizer.PrDiMPSteepestDescentNewton(
         num_iter=num_iter,
         feat_stride=STRIDE,
         init_step_length=1.0,
@@ -238,7 +188,7 @@ def classifier_case(pt: dict[str, Any], out: dict[str, np.ndarray]) -> None:
         alpha_eps=0.05,
         normalize_label=True,
     )
-    clf = pt["linear_filter"].LinearFilter(
+    clf = pt.linear_filter.LinearFilter(
         filter_size=k, filter_initializer=init, filter_optimizer=opt, feature_extractor=head
     )
     gen = torch.Generator().manual_seed(12)
@@ -265,20 +215,18 @@ def classifier_case(pt: dict[str, Any], out: dict[str, np.ndarray]) -> None:
     out["classifier__config"] = np.array(json.dumps(config, sort_keys=True))
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pytracking", type=Path, required=True, help="a checkout of visionml/pytracking")
-    parser.add_argument("--out", type=Path, default=REPO / "tests" / "golden" / "prdimp_classifier.npz")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    pt = import_pytracking(args.pytracking.resolve())
+def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
+    """The golden file's arrays (see the module docstring)."""
+    pt = import_reference(
+        args.pytracking,
+        optimizer="ltr.models.target_classifier.optimizer",
+        activation="ltr.models.layers.activation",
+        features="ltr.models.target_classifier.features",
+        initializer="ltr.models.target_classifier.initializer",
+        linear_filter="ltr.models.target_classifier.linear_filter",
+    )
     out: dict[str, np.ndarray] = {}
     optimizer_cases(pt, out)
     softmax_case(pt, out)
     classifier_case(pt, out)
-    atomic_write(args.out, lambda f: np.savez_compressed(f, **out))
-    print(f"wrote {len(out)} arrays to {args.out} ({args.out.stat().st_size} bytes)")
-
-
-if __name__ == "__main__":
-    main()
+    return out

@@ -1,9 +1,6 @@
-"""Golden files for the DiMP tracker from pytracking's own tracker (``tests/golden/tracker_*.npz``).
+"""pytracking's own DiMP tracker on two short clips, frame by frame (one file per ``--preset``).
 
-    python scripts/pytracking_golden_tracker.py --pytracking PATH [--preset super_dimp|dimp50] [--frames 8]
-
-pytracking (a checkout of visionml/pytracking, imported on the CPU by ``scripts/pytracking_reference.py``)
-builds its ``dimpnet50`` with the preset's arguments, filled with the seeded weights of
+pytracking builds its ``dimpnet50`` with the preset's arguments, filled with the seeded weights of
 ``tests/golden/seeded.py``, and tracks two clips of ``tests/golden/clips.py`` (synthetic and a camera path over
 a photograph) with its DiMP tracker and the preset's own parameter file (``use_gpu=False``). Every random
 draw is made identical for both trackers: pytracking's global generator is seeded with ``seed`` before
@@ -11,27 +8,24 @@ draw is made identical for both trackers: pytracking's global generator is seede
 its own generator. Recorded per frame: the state before the frame (for single-step checks), the crop
 coordinates, the score map localisation used, its state, the refinement's candidates and scores, the
 output box and the sample-memory weights; at initialisation the augmented samples' boxes and the
-modulation vectors; the final filter.
+modulation vectors; the final filter. ``tests/tracker/test_pytracking_golden.py`` reads the files; they were
+made with one thread (``--threads 1``), as float32 sums depend on the thread count.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from scripts.golden.reference import import_reference
+from tests.golden.clips import photo_clip, synthetic_clip
+from tests.golden.pytracking_format import DIMP50_KWDS, SUPER_DIMP_KWDS
+from tests.golden.seeded import seeded_state_dict
 
-from scripts.pytracking_reference import import_reference  # noqa: E402
-from tests.golden.clips import photo_clip, synthetic_clip  # noqa: E402
-from tests.golden.pytracking_format import DIMP50_KWDS, SUPER_DIMP_KWDS  # noqa: E402
-from tests.golden.seeded import seeded_state_dict  # noqa: E402
-
+OUT = "tracker_{preset}.npz"
 SEED = 7
 KWDS = {"dimp50": DIMP50_KWDS, "super_dimp": SUPER_DIMP_KWDS}
 #: pytracking's per-frame seeding, the same as DiMPTracker's
@@ -110,17 +104,23 @@ def _track_clip(tracker: Any, p: str, frames: list[np.ndarray], init_box: np.nda
     return out
 
 
-def run_reference(
-    preset: str, clips: dict[str, tuple[list[np.ndarray], np.ndarray]]
-) -> dict[str, np.ndarray]:
-    import importlib
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", choices=sorted(KWDS), default="super_dimp")
+    parser.add_argument("--frames", type=int, default=8)
 
-    import ltr.models.tracking.dimpnet as dimpnet
-    from pytracking.features.net_wrappers import NetWithBackbone
-    from pytracking.tracker.dimp import DiMP
 
-    kwds = {**KWDS[preset], "backbone_pretrained": False}
-    net = dimpnet.dimpnet50(**kwds)
+def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
+    """The golden file's arrays (see the module docstring); the clips are made before pytracking's ``ltr``
+    replaces this repository's."""
+    clips = {"synthetic": synthetic_clip(args.frames), "photo": photo_clip(args.frames)}
+    pt = import_reference(
+        args.pytracking,
+        dimpnet="ltr.models.tracking.dimpnet",
+        net_wrappers="pytracking.features.net_wrappers",
+        dimp="pytracking.tracker.dimp",
+        parameters=f"pytracking.parameter.dimp.{args.preset}",
+    )
+    net = pt.dimpnet.dimpnet50(**{**KWDS[args.preset], "backbone_pretrained": False})
     shapes = [(k, tuple(v.shape)) for k, v in net.state_dict().items()]
     net.load_state_dict(seeded_state_dict(SEED, shapes))
     net.eval()
@@ -128,47 +128,23 @@ def run_reference(
         "keys": np.array([k for k, _ in shapes]),
         "shapes": np.array([list(s) + [0] * (4 - len(s)) for _, s in shapes]),
         "ndims": np.array([len(s) for _, s in shapes]),
+        "seed": np.array(SEED),
+        "frame_seed": np.array(FRAME_SEED),
     }
 
-    class Wrapped(NetWithBackbone):
+    class Wrapped(pt.net_wrappers.NetWithBackbone):
         def initialize(self) -> None:  # the network is already here
             pass
 
-    params = importlib.import_module(f"pytracking.parameter.dimp.{preset}").parameters()
+    params = pt.parameters.parameters()
     params.use_gpu = False
     params.device = "cpu"
     params.net = Wrapped(net_path=None, use_gpu=False)
     params.net.net = net
 
     for clip, (frames, init_box) in clips.items():
-        out.update(_track_clip(DiMP(params), f"{clip}/", frames, init_box, params.num_init_random_boxes + 1))
+        tracker = pt.dimp.DiMP(params)
+        out.update(_track_clip(tracker, f"{clip}/", frames, init_box, params.num_init_random_boxes + 1))
         states = [STATES[int(k)] for k in out[f"{clip}/state"]]
-        print(f"{preset} {clip}: states {states}", flush=True)
+        print(f"{args.preset} {clip}: states {states}", flush=True)
     return out
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--pytracking", required=True, type=Path, help="path of a pytracking checkout")
-    parser.add_argument("--preset", choices=sorted(KWDS), default="super_dimp")
-    parser.add_argument("--frames", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=None, help="default tests/golden/tracker_<preset>.npz")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (sums depend on it)")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    clips = {"synthetic": synthetic_clip(args.frames), "photo": photo_clip(args.frames)}
-    import_reference(args.pytracking)
-    out = run_reference(args.preset, clips)
-    out["seed"] = np.array(SEED)
-    out["frame_seed"] = np.array(FRAME_SEED)
-    path = args.out or REPO / "tests" / "golden" / f"tracker_{args.preset}.npz"
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez_compressed(tmp, **out)
-    tmp.replace(path)
-    print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
-
-
-if __name__ == "__main__":
-    main()

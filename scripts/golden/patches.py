@@ -1,4 +1,4 @@
-"""Golden numbers for the tracker's patches and first-frame augmentation, from pytracking's own functions.
+"""The tracker's patches and first-frame augmentation, from pytracking's own functions.
 
 Runs pytracking's ``sample_patch`` and ``sample_patch_multiscale`` (``pytracking/features/preprocessing.py``),
 its DiMP tracker's ``generate_init_samples`` (``pytracking/tracker/dimp/dimp.py``, with the backbone replaced by
@@ -6,12 +6,6 @@ the identity so that it returns the augmented patches) and the tracker's ``F.dro
 image on the CPU, and writes inputs and outputs to one ``.npz`` that ``tests/tracker/test_patches.py`` and
 ``tests/tracker/test_init_augment.py`` compare with :mod:`pytracking.tracker.dimp.patches` and
 :mod:`pytracking.tracker.dimp.init_augment`.
-
-    python scripts/pytracking_golden_patches.py --pytracking PATH/TO/pytracking [--out tests/golden/patches.npz]
-
-``PATH`` is a checkout of https://github.com/visionml/pytracking. Only its pure-PyTorch/OpenCV modules run;
-the package ``__init__`` files (which import datasets, jpeg4py and the CUDA PrRoIPool) are skipped, and the
-PrRoIPool module the tracker imports (but never calls here) is a stand-in that refuses to run.
 
 File layout (all arrays, no pickles):
 
@@ -31,20 +25,18 @@ File layout (all arrays, no pickles):
 from __future__ import annotations
 
 import argparse
-import importlib
-import io
 import json
 import random
-import sys
 import types
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-REPO = Path(__file__).resolve().parents[1]
+from scripts.golden.reference import import_reference
+
+OUT = "patches.npz"
 MODES = ("replicate", "inside", "inside_major")
 
 #: generate_init_samples cases: tracker parameters (pytracking's names) and inputs.
@@ -103,45 +95,6 @@ INIT_CASES: dict[str, dict[str, Any]] = {
 }
 
 
-def import_pytracking(path: Path) -> dict[str, Any]:
-    """pytracking's preprocessing module, its DiMP tracker module and TrackerParams, imported from ``path``
-    without running the package ``__init__`` files."""
-    root = path.resolve()
-    for name in [n for n in sys.modules if n.split(".")[0] in ("ltr", "pytracking")]:
-        del sys.modules[name]
-    sys.path.insert(0, str(root))
-
-    def package(name: str) -> types.ModuleType:
-        module = types.ModuleType(name)
-        module.__path__ = [str(root.joinpath(*name.split(".")))]
-        sys.modules[name] = module
-        return module
-
-    top = package("pytracking")
-    for name in ("pytracking.tracker", "pytracking.tracker.dimp", "ltr", "ltr.data"):
-        package(name)
-    libs = importlib.import_module("pytracking.libs")
-    top.TensorList = libs.TensorList
-    for sub in ("complex", "fourier", "operation", "dcf", "optimization"):
-        setattr(top, sub, importlib.import_module(f"pytracking.libs.{sub}"))
-
-    class PrRoIPool2D:  # imported by the tracker module, never called by generate_init_samples
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-        def __call__(self, *args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError("PrRoIPool is not part of these golden numbers")
-
-    leaf = types.ModuleType("ltr.external.PreciseRoIPooling.pytorch.prroi_pool")
-    leaf.PrRoIPool2D = PrRoIPool2D
-    sys.modules[leaf.__name__] = leaf
-    return {
-        "preprocessing": importlib.import_module("pytracking.features.preprocessing"),
-        "dimp": importlib.import_module("pytracking.tracker.dimp.dimp"),
-        "params": importlib.import_module("pytracking.utils.params"),
-    }
-
-
 def make_image() -> np.ndarray:
     return np.random.default_rng(0).integers(0, 256, size=(1, 3, 60, 80), dtype=np.uint8)
 
@@ -189,8 +142,8 @@ def patch_cases() -> list[tuple[list[float], list[float], list[int] | None, str,
     return cases
 
 
-def run_patches(ref: dict[str, Any], im: torch.Tensor, out: dict[str, np.ndarray]) -> None:
-    sample_patch = ref["preprocessing"].sample_patch
+def run_patches(ref: types.SimpleNamespace, im: torch.Tensor, out: dict[str, np.ndarray]) -> None:
+    sample_patch = ref.preprocessing.sample_patch
     rows: dict[str, list[Any]] = {k: [] for k in ("pos", "sample_sz", "output_sz", "mode", "msc", "coord")}
     shapes, values = [], []
     for pos, size, osz, mode, msc in patch_cases():
@@ -220,8 +173,8 @@ def run_patches(ref: dict[str, Any], im: torch.Tensor, out: dict[str, np.ndarray
     out["patch__values"] = np.concatenate(values).astype(np.float32)
 
 
-def run_multiscale(ref: dict[str, Any], im: torch.Tensor, out: dict[str, np.ndarray]) -> None:
-    multiscale = ref["preprocessing"].sample_patch_multiscale
+def run_multiscale(ref: types.SimpleNamespace, im: torch.Tensor, out: dict[str, np.ndarray]) -> None:
+    multiscale = ref.preprocessing.sample_patch_multiscale
     cases = [
         # the tracker's call: target_scale * scale_factors, a float32 tensor
         ([31.7, 44.2], torch.tensor([2.3456789]) * torch.tensor([0.97, 1.0, 1.03]), "inside_major", 1.5),
@@ -243,15 +196,15 @@ def run_multiscale(ref: dict[str, Any], im: torch.Tensor, out: dict[str, np.ndar
         out[key + "coords"] = coords.float().numpy()
 
 
-def run_init(ref: dict[str, Any], im: torch.Tensor, out: dict[str, np.ndarray]) -> None:
+def run_init(ref: types.SimpleNamespace, im: torch.Tensor, out: dict[str, np.ndarray]) -> None:
     for name, case in INIT_CASES.items():
-        params = ref["params"].TrackerParams()
+        params = ref.params.TrackerParams()
         for key in ("border_mode", "patch_max_scale_change", "augmentation_expansion_factor"):
             setattr(params, key, case[key])
         params.random_shift_factor = case["random_shift_factor"]
         params.augmentation = case["augmentation"]
         params.use_augmentation = True
-        tracker = ref["dimp"].DiMP(params)
+        tracker = ref.dimp.DiMP(params)
         tracker.net = types.SimpleNamespace(extract_backbone=lambda x: x)
         tracker.pos = torch.tensor(case["pos"])
         tracker.img_sample_sz = torch.tensor([float(v) for v in case["img_sample_sz"]])
@@ -276,29 +229,18 @@ def run_init(ref: dict[str, Any], im: torch.Tensor, out: dict[str, np.ndarray]) 
         out[key + "dropout"] = dropped.numpy()
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pytracking", type=Path, required=True, help="a checkout of visionml/pytracking")
-    parser.add_argument("--out", type=Path, default=REPO / "tests" / "golden" / "patches.npz")
-    args = parser.parse_args(argv)
-
-    sys.path.insert(0, str(REPO))
-    from ltr.admin.io import atomic_write
-
-    torch.set_num_threads(1)
-    ref = import_pytracking(args.pytracking)
+def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
+    """The golden file's arrays (see the module docstring)."""
+    ref = import_reference(
+        args.pytracking,
+        preprocessing="pytracking.features.preprocessing",
+        dimp="pytracking.tracker.dimp.dimp",
+        params="pytracking.utils.params",
+    )
     image = make_image()
     im = torch.from_numpy(image).float()
     out: dict[str, np.ndarray] = {"image": image}
     run_patches(ref, im, out)
     run_multiscale(ref, im, out)
     run_init(ref, im, out)
-
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **out)
-    atomic_write(args.out, lambda f: f.write(buf.getvalue()))
-    print(f"wrote {args.out} ({len(buf.getvalue()) / 1024:.0f} KiB, {len(out)} arrays)")
-
-
-if __name__ == "__main__":
-    main()
+    return out
