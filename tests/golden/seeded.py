@@ -1,9 +1,10 @@
 """Seeded weights and images shared by the golden-file script and its tests.
 
-The golden numbers of ``scripts/pytracking_golden.py`` come from pytracking's network filled with these
-values; the tests rebuild the very same state dict from the recorded key names and shapes, write it in
-pytracking's file format, convert it and compare this toolkit's outputs. Every value is a pure function of
-``(seed, key, shape)`` (numpy's PCG64, platform-independent), so nothing but names and shapes needs storing.
+The golden numbers of ``scripts/pytracking_golden.py`` (``network``, ``tracker``) come from pytracking's
+network filled with these values; the tests rebuild the very same state dict from the recorded key names and
+shapes, write it in pytracking's file format, convert it and compare this toolkit's outputs. Every value is a
+pure function of ``(seed, key, shape)`` (numpy's PCG64, platform-independent), so nothing but names and shapes
+needs storing.
 
 Scales keep a random ResNet-50 in eval mode well-conditioned: convolution and linear weights are He-normal
 over their fan-in, BatchNorm divides by a positive running variance near one, and the last BatchNorm of every

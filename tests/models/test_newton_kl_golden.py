@@ -2,9 +2,9 @@
 
 The numbers in ``tests/golden/prdimp_classifier.npz`` come from running pytracking's
 ``PrDiMPSteepestDescentNewton``, ``softmax_reg`` and a ``klcedimpnet50`` classifier at small widths on seeded
-inputs; regenerate them with ``python scripts/pytracking_golden_prdimp.py --pytracking PATH`` (see that
-script). Tolerances are float32 rounding: both sides run the same float32 formulas in different operation
-orders.
+inputs; regenerate them with ``python scripts/pytracking_golden.py prdimp --pytracking PATH`` (see
+``scripts/golden/prdimp.py``). Tolerances are float32 rounding: both sides run the same float32 formulas in
+different operation orders.
 """
 
 from __future__ import annotations

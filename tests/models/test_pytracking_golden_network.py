@@ -3,8 +3,8 @@
 ``tests/golden/pytracking_network.npz`` holds pytracking's ``dimpnet50`` outputs for seeded weights
 (:mod:`tests.golden.seeded`) on three 128-pixel crops, made by running pytracking's code on the CPU with this
 toolkit's PrRoIPool in place of its CUDA one; regenerate it with
-``python scripts/pytracking_golden.py network --pytracking PATH`` (see that script). This test rebuilds the
-same weights, writes them in pytracking's file layout, converts the file with
+``python scripts/pytracking_golden.py network --pytracking PATH`` (see ``scripts/golden/network.py``). This
+test rebuilds the same weights, writes them in pytracking's file layout, converts the file with
 :mod:`ltr.admin.import_pytracking` and compares this toolkit's network with the golden numbers, both as built
 from the config (BatchNorm as layers) and as the tracker loads it (BatchNorm folded into the convolutions).
 

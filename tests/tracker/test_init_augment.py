@@ -2,7 +2,7 @@
 
 The numbers in ``tests/golden/patches.npz`` (``init__*``) come from pytracking's tracker on a seeded uint8
 image, its global RNG seeded with the case's seed; here a ``torch.Generator`` seeded the same way feeds the same
-draws. Regenerate with ``python scripts/pytracking_golden_patches.py --pytracking PATH``. Both sides run the
+draws. Regenerate with ``python scripts/pytracking_golden.py patches --pytracking PATH``. Both sides run the
 same float32 PyTorch kernels and OpenCV's ``warpAffine``, so shifts, kinds and the sample position and scale
 must be equal and the pixels equal up to float32 rounding (``PIXEL_ATOL``: a few units in the last place at
 255, for a CPU whose vectorised kernels sum in another order; zero on the machine that wrote the file).

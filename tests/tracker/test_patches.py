@@ -1,7 +1,7 @@
 """The tracker's patches against pytracking's ``sample_patch`` / ``sample_patch_multiscale``.
 
 The numbers in ``tests/golden/patches.npz`` come from running pytracking's own functions on a seeded uint8
-image; regenerate them with ``python scripts/pytracking_golden_patches.py --pytracking PATH``. Both sides
+image; regenerate them with ``python scripts/pytracking_golden.py patches --pytracking PATH``. Both sides
 compute the window in the same float32 arithmetic and resample with the same PyTorch bilinear kernel, so the
 coordinates must be equal and the pixels equal up to float32 rounding: ``PIXEL_ATOL`` allows a few units in the
 last place at 255 for a CPU whose vectorised kernels sum in another order (on the machine that wrote the file

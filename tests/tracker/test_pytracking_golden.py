@@ -1,6 +1,6 @@
 """The DiMP tracker against pytracking's own tracker (``tests/golden/tracker_*.npz``).
 
-The golden numbers come from ``scripts/pytracking_golden_tracker.py``: pytracking's DiMP tracker with its
+The golden numbers come from ``scripts/pytracking_golden.py tracker``: pytracking's DiMP tracker with its
 ``super_dimp`` / ``dimp50`` parameter files, run on the CPU on a network of seeded weights, over two clips
 (``tests/golden/clips.py``). Here the same weights are written in pytracking's file format, converted with
 ``ltr.admin.import_pytracking`` and loaded as a user would (BatchNorm folded), and this toolkit's tracker runs
