@@ -42,11 +42,11 @@ from ltr.admin.config import to_dict
 from ltr.data.config import DataConfig
 from ltr.data.loader import TrainingLoader
 from ltr.data.sampler import TrackingSampler
+from ltr.dataset.registry import datasets_from_specs
 from ltr.ebm import build_method
 from ltr.models.tracking import DiMPNet, build_dimpnet, lr_groups
 from ltr.train_settings.dimp import SETTINGS
 from ltr.train_settings.dimp.base import DiMPTrainConfig
-from ltr.train_settings.dimp.train import build_datasets
 from ltr.trainers import build_adam, move_to_device, seed_everything
 
 
@@ -84,7 +84,7 @@ def batches_of(data: DataConfig, device: torch.device) -> Iterator[dict]:
     """The training loader's batches for ``data`` (with its ``num_workers``), moved to ``device``. The
     datasets, the sampler and the loader's iterator are built here, not in the first ``next``."""
     sampler = TrackingSampler.from_config(
-        data, build_datasets(data.datasets, {}), training=True, rank=0, world_size=1
+        data, datasets_from_specs(data.datasets, {}), training=True, rank=0, world_size=1
     )
     loader = TrainingLoader(sampler, batch_size=data.batch_size, num_workers=data.num_workers, device=device)
     return (move_to_device(batch, device) for batch in loader)  # iter(loader) runs now

@@ -6,7 +6,7 @@ The batch contract is documented in :mod:`ltr.data.processing`; the crop shared 
 
 from ltr.data.config import DataConfig
 from ltr.data.crop import CropTransform, crop_region, sample_target_crop, sample_target_crops
-from ltr.data.loader import EpochSampler, TrainingLoader, build_loader, collate_frames, datasets_from_specs
+from ltr.data.loader import EpochSampler, TrainingLoader, build_loader, collate_frames
 from ltr.data.processing import BATCH_KEYS, DiMPProcessing, FrameSet
 from ltr.data.sampler import FrameSelection, TrackingSampler
 
@@ -23,7 +23,6 @@ __all__ = [
     "build_loader",
     "collate_frames",
     "crop_region",
-    "datasets_from_specs",
     "sample_target_crop",
     "sample_target_crops",
 ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from collections.abc import Sequence as SequenceABC
 
 import numpy as np
@@ -32,7 +32,6 @@ __all__ = [
     "TrainingLoader",
     "build_loader",
     "collate_frames",
-    "datasets_from_specs",
     "worker_init",
     "worker_seed",
 ]
@@ -177,23 +176,6 @@ class TrainingLoader:
         return iter(self.loader)
 
 
-def datasets_from_specs(
-    specs: SequenceABC[str], roots: Mapping[str, str] | None = None
-) -> list[SequenceDataset]:
-    """Registry datasets from ``"name"`` / ``"name:split"`` strings (e.g. ``"got10k:vottrain"``).
-
-    ``roots`` maps a dataset name to an explicit root; otherwise :mod:`ltr.admin.paths` finds it (an error
-    names the environment variable to set).
-    """
-    from ltr.dataset.registry import get_dataset
-
-    out = []
-    for spec in specs:
-        name, _, split = spec.partition(":")
-        out.append(get_dataset(name, root=(roots or {}).get(name), split=split or None))
-    return out
-
-
 def build_loader(
     config: DataConfig,
     datasets: SequenceABC[SequenceDataset] | None = None,
@@ -211,6 +193,8 @@ def build_loader(
     Batch size and worker count come from the config.
     """
     if datasets is None:
+        from ltr.dataset.registry import datasets_from_specs
+
         datasets = datasets_from_specs(config.datasets if training else config.val_datasets)
     sampler = TrackingSampler.from_config(
         config, datasets, training=training, rank=rank, world_size=world_size

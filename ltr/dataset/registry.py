@@ -1,6 +1,7 @@
 """Datasets found by name in one explicit table (no import side effects).
 
-``get_dataset(name, root=None, split=None, **options) -> SequenceDataset``. Names: lasot, got10k,
+``get_dataset(name, root=None, split=None, **options) -> SequenceDataset``; ``datasets_from_specs`` builds
+them from ``"name"`` / ``"name:split"`` strings (the configs' form). Names: lasot, got10k,
 trackingnet, coco (training); otb, uav, nfs, lasot_test, trackingnet_test, got10k_test, got10k_val, vot,
 folder, synthetic (evaluation). Roots come from :mod:`ltr.admin.paths` unless given.
 """
@@ -8,6 +9,7 @@ folder, synthetic (evaluation). Roots come from :mod:`ltr.admin.paths` unless gi
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ltr.dataset.base import SequenceDataset
@@ -36,3 +38,31 @@ def get_dataset(name: str, root: Any = None, split: str | None = None, **options
         raise KeyError(f"unknown dataset {name!r}; choose one of {sorted(DATASETS)}")
     module, factory = DATASETS[name].split(":")
     return getattr(importlib.import_module(module), factory)(root=root, split=split, **options)
+
+
+def parse_dataset_spec(spec: str) -> tuple[str, str | None]:
+    """``"got10k:vottrain"`` -> ``("got10k", "vottrain")``; ``"coco"`` -> ``("coco", None)``."""
+    name, _, split = spec.partition(":")
+    if not name:
+        raise ValueError(f"dataset spec {spec!r}: expected name or name:split")
+    return name, split or None
+
+
+def datasets_from_specs(
+    specs: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    roots: Mapping[str, str] | None = None,
+) -> list[SequenceDataset]:
+    """The datasets named by ``specs`` (``name[:split]``).
+
+    ``options``: factory keyword arguments keyed by dataset name (every split) and by the whole spec
+    (``"synthetic:train"``: that split only, over the name's). ``roots``: explicit roots by dataset name;
+    otherwise :mod:`ltr.admin.paths` finds them (an error names the environment variable to set).
+    """
+    options = options or {}
+    out = []
+    for spec in specs:
+        name, split = parse_dataset_spec(spec)
+        kwargs = {**options.get(name, {}), **options.get(spec, {})}  # spec == name: the same options twice
+        out.append(get_dataset(name, root=(roots or {}).get(name), split=split, **kwargs))
+    return out

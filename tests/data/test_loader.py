@@ -11,10 +11,10 @@ from ltr.data.loader import (
     TrainingLoader,
     build_loader,
     collate_frames,
-    datasets_from_specs,
     worker_seed,
 )
 from ltr.data.sampler import TrackingSampler
+from ltr.dataset.registry import datasets_from_specs
 from ltr.ops.boxes import box_iou, xywh_to_cxcywh
 from tests.data.helpers import InMemoryDataset, draw_box, moving_boxes, textured_background
 

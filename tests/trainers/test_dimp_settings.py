@@ -179,12 +179,12 @@ def test_tiny_setting_under_torchrun_with_two_processes(tmp_path):
 
 
 def test_dataset_options_by_name_and_by_split_spec():
-    from ltr.train_settings.dimp.train import build_datasets
+    from ltr.dataset.registry import datasets_from_specs
 
     options = {
         "synthetic": {"num_sequences": 3, "num_frames": 20},
         "synthetic:train": {"num_sequences": 5},  # this split only, over the name's options
     }
-    train, val = build_datasets(["synthetic:train", "synthetic:val"], options)
+    train, val = datasets_from_specs(["synthetic:train", "synthetic:val"], options)
     assert len(train.sequence_names()) == 5 and len(val.sequence_names()) == 3
     assert train.config.num_frames == val.config.num_frames == 20

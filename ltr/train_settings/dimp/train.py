@@ -9,14 +9,14 @@ respectively, as with the reference's loaders).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ltr.admin.checkpoint import latest_checkpoint, run_dir
 from ltr.admin.config import ConfigError, to_dict
 from ltr.admin.paths import DATASET_VARS, lookup
-from ltr.dataset.base import DatasetError, SequenceDataset
+from ltr.dataset.base import DatasetError
+from ltr.dataset.registry import datasets_from_specs, parse_dataset_spec
 from ltr.train_settings.dimp.base import DiMPTrainConfig
 from ltr.train_settings.dimp.initial import (
     PartlyFrozenActor,
@@ -31,14 +31,6 @@ EMBEDDED = ("synthetic",)
 TINY_HINT = "`python ltr/run_training.py dimp nce_plus_tiny` trains on the embedded synthetic videos instead"
 
 
-def parse_dataset_spec(spec: str) -> tuple[str, str | None]:
-    """``"got10k:vottrain"`` -> ``("got10k", "vottrain")``; ``"coco"`` -> ``("coco", None)``."""
-    name, _, split = spec.partition(":")
-    if not name:
-        raise ConfigError(f"dataset spec {spec!r}: expected name or name:split")
-    return name, split or None
-
-
 def preflight(config: DiMPTrainConfig, setting: str) -> None:
     """Fail at once, before anything is built, when datasets or pretrained weights are missing or
     ``train_parts`` names no part.
@@ -50,7 +42,10 @@ def preflight(config: DiMPTrainConfig, setting: str) -> None:
     specs = list(config.data.datasets) + list(config.data.val_datasets)
     missing: list[str] = []
     for spec in specs:
-        name, _ = parse_dataset_spec(spec)
+        try:
+            name, _ = parse_dataset_spec(spec)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
         if name in EMBEDDED:
             continue
         var = DATASET_VARS.get(name)
@@ -79,19 +74,6 @@ def preflight(config: DiMPTrainConfig, setting: str) -> None:
             f"{setting} cannot start: " + " AND ".join(problems) + ". Set the environment variables (or add "
             f"them to the paths file, see ltr/admin/paths.py); {TINY_HINT}."
         )
-
-
-def build_datasets(specs: Sequence[str], options: dict[str, Any]) -> list[SequenceDataset]:
-    """The sequence datasets named by ``specs`` (``name[:split]``), with factory ``options`` keyed by dataset
-    name (every split) and by the whole spec (``"synthetic:train"``: that split only, over the name's)."""
-    from ltr.dataset.registry import get_dataset
-
-    out = []
-    for spec in specs:
-        name, split = parse_dataset_spec(spec)
-        kwargs = {**options.get(name, {}), **options.get(spec, {})}  # spec == name: the same options twice
-        out.append(get_dataset(name, split=split, **kwargs))
-    return out
 
 
 def samples_in_batch(batch: dict[str, Any]) -> int:
@@ -141,7 +123,7 @@ def train(
             config.box_weight,
             frozen=frozen,
         )
-        train_sets = build_datasets(data.datasets, config.dataset_options)
+        train_sets = datasets_from_specs(data.datasets, config.dataset_options)
         train_loader = TrainingLoader(
             TrackingSampler.from_config(
                 data, train_sets, training=True, rank=info.rank, world_size=info.world_size
@@ -152,7 +134,7 @@ def train(
         )
         val_loader = None
         if data.val_datasets and data.val_samples_per_epoch > 0:
-            val_sets = build_datasets(data.val_datasets, config.dataset_options)
+            val_sets = datasets_from_specs(data.val_datasets, config.dataset_options)
             val_sampler = TrackingSampler.from_config(
                 data, val_sets, training=False, rank=info.rank, world_size=info.world_size
             )
