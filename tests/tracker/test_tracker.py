@@ -39,7 +39,9 @@ def test_track_before_initialize_raises():
         tiny_tracker().track(np.zeros((10, 10, 3), np.uint8))
 
 
-@pytest.mark.parametrize("box", [[1, 2, float("nan"), 3], [1, 2, 0, 3], [1, 2, 5, -1], [1, 2, 3]])
+@pytest.mark.parametrize(
+    "box", [[1, 2, float("nan"), 3], [1, 2, 0, 3], [1, 2, 5, -1], [1, 2, 3], [-50, 2, 20, 5], [2, 11, 3, 3]]
+)
 def test_bad_init_box_is_a_clear_error(box):
     with pytest.raises(ValueError, match="init box"):
         tiny_tracker().initialize(np.zeros((10, 10, 3), np.uint8), box)
@@ -70,7 +72,7 @@ def test_torch_frames_give_the_numpy_frames_boxes():
     [
         [30.0, 20.0, 3.0, 2.0],  # tiny target
         [0.0, 0.0, 80.0, 60.0],  # fills the frame
-        [-50.0, 10.0, 20.0, 20.0],  # starts outside the frame
+        [-15.0, 10.0, 20.0, 20.0],  # starts mostly outside the frame
         [70.0, 50.0, 40.0, 40.0],  # crosses the corner
         [10.0, 10.0, 1e-3, 1e-3],  # nearly degenerate
     ],
@@ -145,7 +147,12 @@ def fuzz(num_sequences, max_frames, seed):
             ]
         else:  # larger than the frame
             box = [-rng.uniform(0, w), -rng.uniform(0, h), rng.uniform(w, 5 * w), rng.uniform(h, 5 * h)]
-        tracker.initialize(random_frame(rng, h, w, channels), box)
+        frame0 = random_frame(rng, h, w, channels)
+        if box[0] >= w or box[1] >= h or box[0] + box[2] <= 0 or box[1] + box[3] <= 0:
+            with pytest.raises(ValueError, match="entirely outside"):
+                tracker.initialize(frame0, box)
+            continue
+        tracker.initialize(frame0, box)
         for f in range(int(rng.integers(1, max_frames))):
             if rng.random() < 0.1:  # constant frames (zero-variance features)
                 frame = np.full((h, w, 3), int(rng.integers(0, 256)), np.uint8)
@@ -197,3 +204,13 @@ def test_random_network_takes_network_fields_and_tracks_with_a_narrower_box_head
     boxes = np.stack([tracker.track(f) for f in frames[1:]])
     assert np.isfinite(boxes).all() and (boxes[:, 2:] > 0).all()
     assert not np.allclose(boxes[:, 2:], [24.0, 20.0])  # the narrow head's refinement moved the size
+
+
+def test_frames_of_another_size_and_bad_dtypes_are_refused():
+    rng = np.random.default_rng(7)
+    tracker = tiny_tracker()
+    with pytest.raises(ValueError, match="uint16"):
+        tracker.initialize(np.zeros((40, 50, 3), np.uint16), [5, 5, 10, 10])
+    tracker.initialize(random_frame(rng, 40, 50), [5, 5, 10, 10])
+    with pytest.raises(ValueError, match=r"frame 1 is 60x40 pixels but the sequence started at 50x40"):
+        tracker.track(random_frame(rng, 40, 60))

@@ -26,7 +26,13 @@ from torch import Tensor
 from ltr.models.target_classifier import softmax_reg
 from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
 from pytracking.tracker.dimp.compiled import compiled_stage
-from pytracking.tracker.dimp.frames import frame_to_tensor
+from pytracking.tracker.dimp.frames import (
+    check_frame_size,
+    frame_to_tensor,
+    input_frame_wh,
+    validate_frame,
+    validate_init_box,
+)
 from pytracking.tracker.dimp.init_augment import feature_dropout, generate_init_patches
 from pytracking.tracker.dimp.localize import (
     HARD_NEGATIVE,
@@ -41,13 +47,6 @@ from pytracking.tracker.dimp.params import DiMPParams, Geometry
 from pytracking.tracker.dimp.patches import sample_patch_multiscale
 from pytracking.tracker.dimp.refine import RefineResult, refine_box
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
-
-
-def _validate_box(box_xywh: Any) -> np.ndarray:
-    box = np.asarray(box_xywh, dtype=np.float64).reshape(-1)
-    if box.shape != (4,) or not np.isfinite(box).all() or box[2] <= 0 or box[3] <= 0:
-        raise ValueError(f"init box must be 4 finite numbers x, y, w, h with w, h > 0; got {box_xywh!r}")
-    return box
 
 
 class DiMPTracker:
@@ -185,8 +184,11 @@ class DiMPTracker:
     # ------------------------------------------------------------------------------------------------ API
     @torch.no_grad()
     def initialize(self, frame: np.ndarray | Tensor, box_xywh: Any) -> None:
-        """Start tracking the target ``box_xywh`` (4 numbers, xywh image pixels, w and h > 0) in ``frame``."""
-        box = torch.tensor(_validate_box(box_xywh).tolist(), dtype=torch.float32)
+        """Start tracking the target ``box_xywh`` (4 numbers, xywh image pixels, w and h > 0, overlapping the
+        frame) in ``frame``; bad input raises ``frames.TrackerInputError`` (a ValueError) saying why."""
+        validate_frame(frame)
+        self._frame_wh = input_frame_wh(frame)
+        box = torch.tensor(validate_init_box(box_xywh, self._frame_wh).tolist(), dtype=torch.float32)
         im = self._image(frame)
         geo, p = self.geometry, self.params
         self.generator.manual_seed(p.seed)  # same sequence, same result, also when re-initialised
@@ -258,6 +260,7 @@ class DiMPTracker:
         # a frame's random draws (the refinement's candidates) depend on (seed, frame) only
         self.generator.manual_seed(p.seed + 1_000_003 * self.frame_num)
         with t.stage("crop"):
+            check_frame_size(frame, self._frame_wh, index=self.frame_num - 1)
             im = self._image(frame)
             self.image_sz = torch.tensor([float(im.shape[2]), float(im.shape[3])])
             odd = (self.feature_sz + self.kernel_size) % 2
