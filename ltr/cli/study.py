@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ltr.admin.config import ConfigError
 from ltr.admin.paths import workspace_dir
+from ltr.cli import fail
 
 STUDIES = ("regression_1d", "detection")
 DEFAULT_METHODS = ("ml_is", "ml_mcmc_1", "ml_mcmc_16", "kld_is", "nce", "sm", "dsm", "nce_plus")
@@ -94,10 +95,10 @@ def main(argv: list[str] | None = None) -> None:
     methods = args.methods or list(default_methods)
     unknown = [m for m in methods if m not in SETTINGS]
     if unknown:
-        sys.exit(f"error: unknown method(s) {unknown}; choose from {sorted(SETTINGS)}")
+        fail(f"unknown method(s) {unknown}; choose from {sorted(SETTINGS)}")
     bad = [d for d in args.datasets if d not in (1, 2)]
     if bad:
-        sys.exit(f"error: --datasets must be 1 and/or 2, got {bad}")
+        fail(f"--datasets must be 1 and/or 2, got {bad}")
     spec = StudySpec(
         settings=methods,
         datasets=args.datasets,
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
         group_size=args.group_size,
     )
     if spec.runs < 1 or spec.epochs < 1:
-        sys.exit("error: --runs and --epochs must be >= 1")
+        fail("--runs and --epochs must be >= 1")
     out = args.out or workspace_dir(args.workspace) / "study_1d"
     try:
         if args.sweep_m:
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
             return
         _, table = run_study(spec, out)
     except ConfigError as err:
-        sys.exit(f"error: {err}")
+        fail(str(err))
     print(table)
     print(f"results: {out / 'results.json'}  table: {out / 'table.md'}  figures: {out / 'figures'}")
 

@@ -16,6 +16,7 @@ from ltr.admin.config import ConfigError, apply_overrides
 from ltr.admin.distributed import DistributedError
 from ltr.admin.paths import workspace_dir
 from ltr.admin.stats import VisdomUnavailable
+from ltr.cli import fail
 from ltr.dataset.base import DatasetError
 from ltr.train_settings import MODULES, load_module
 from ltr.trainers.interrupt import command_line, interrupted_message
@@ -43,10 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_intermixed_args(argv)
     module = load_module(args.module)
     if args.setting not in module.SETTINGS:
-        sys.exit(
-            f"error: unknown setting {args.setting!r} for {args.module}; "
-            f"choose one of {sorted(module.SETTINGS)}"
-        )
+        fail(f"unknown setting {args.setting!r} for {args.module}; choose one of {sorted(module.SETTINGS)}")
     workspace = workspace_dir(args.workspace)
     try:
         config = apply_overrides(module.SETTINGS[args.setting](), args.overrides)
@@ -59,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
             visdom=args.visdom,
         )
     except (ConfigError, DatasetError, CheckpointError, DistributedError, VisdomUnavailable) as err:
-        sys.exit(f"error: {err}")
+        fail(str(err))
     except KeyboardInterrupt as err:  # Ctrl-C: one line on what is kept and how to go on, no traceback
         if os.environ.get("RANK", "0") == "0":
             run = [args.module, args.setting, *args.overrides, "--workspace", str(workspace)]

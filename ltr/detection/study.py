@@ -20,6 +20,7 @@ from pathlib import Path
 from ltr.admin.config import ConfigError, apply_overrides
 from ltr.admin.io import atomic_write, atomic_write_text
 from ltr.admin.paths import lookup, workspace_dir
+from ltr.cli import fail
 from ltr.dataset.base import DatasetError
 
 TABLE_METHODS = ("ml_is", "ml_mcmc_1", "ml_mcmc_4", "ml_mcmc_8", "kld_is", "nce", "dsm", "nce_plus")
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> dict:
     methods = args.methods or list(SWEEP_METHODS if args.sweep_m else TABLE_METHODS)
     unknown = [m for m in methods if m not in METHOD_FIELDS]
     if unknown:
-        raise SystemExit(f"error: unknown method(s) {unknown}; choose from {sorted(METHOD_FIELDS)}")
+        fail(f"unknown method(s) {unknown}; choose from {sorted(METHOD_FIELDS)}")
     workspace = workspace_dir(args.workspace)
     out = args.out or workspace / "study_detection"
     ms: list[int | None] = list(args.sweep_m) if args.sweep_m else [None]
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> dict:
             try:
                 cfg = apply_overrides(SETTINGS[f"{method}_tiny" if tiny else method](), args.overrides)
             except ConfigError as err:
-                raise SystemExit(f"error: {err}") from err
+                fail(str(err))
             name = method
             if m is not None:
                 cfg.num_samples = m
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> dict:
                 print(f"{name}: failed ({err})")
                 entry.update(metrics=None, failed=str(err))
             except (ConfigError, DatasetError) as err:
-                raise SystemExit(f"error: {err}") from err
+                fail(str(err))
             runs.append(entry)
     summary = {"tiny": tiny, "overrides": list(args.overrides), "runs": runs}
     lines = ["| method | M | detector AP | AP | AP50 | AP75 | s/iter |", "|---|---|---|---|---|---|---|"]

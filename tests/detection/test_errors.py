@@ -27,7 +27,7 @@ def test_cli_stops_at_once_without_writing(no_config, capsys):
     workspace = no_config / "ws"
     with pytest.raises(SystemExit) as err:
         train_main(["detection", "nce_plus", "--workspace", str(workspace)])
-    assert "COCO_DIR" in str(err.value.code)
+    assert err.value.code == 2 and "COCO_DIR" in capsys.readouterr().err
     assert not workspace.exists()
 
 
@@ -61,12 +61,12 @@ def test_settings_carry_the_paper_hyperparameters():
     assert all(f"{m}_tiny" in SETTINGS for m in ("ml_is", "kld_is", "nce", "dsm", "ml_mcmc_1"))
 
 
-def test_study_paper_mode_without_coco_exits_naming_the_variable(no_config):
+def test_study_paper_mode_without_coco_exits_naming_the_variable(no_config, capsys):
     from ltr.detection.study import main as study_main
 
     with pytest.raises(SystemExit) as err:
         study_main(["--paper", "--methods", "nce_plus", "--workspace", str(no_config / "ws")])
-    assert "COCO_DIR" in str(err.value.code)
+    assert err.value.code == 2 and "COCO_DIR" in capsys.readouterr().err
     with pytest.raises(SystemExit) as err:
         study_main(["--tiny", "--methods", "nce_plus", "not_a_key=1", "--workspace", str(no_config / "ws")])
-    assert "not_a_key" in str(err.value.code)
+    assert err.value.code == 2 and "not_a_key" in capsys.readouterr().err

@@ -176,14 +176,15 @@ def initial(tmp_path_factory) -> Path:
     return run_dir(ws, TINY) / "ep0001.pth.tar"
 
 
-def test_a_mismatching_network_is_refused_before_anything_is_built(initial, tmp_path):
+def test_a_mismatching_network_is_refused_before_anything_is_built(initial, tmp_path, capsys):
     ws = tmp_path / "ws"
     with pytest.raises(SystemExit) as e:
         train_main(
             ["dimp", "nce_plus_tiny", *_small(1, 8), f"init_from={initial}", "net.clf_feature_dim=16"]
             + ["--workspace", str(ws)]
         )
-    message = str(e.value.code)
+    assert e.value.code == 2
+    message = capsys.readouterr().err.strip()
     assert "\n" not in message
     assert message.startswith(f"error: {initial}: its network differs from the setting's in")
     assert "net.clf_feature_dim (checkpoint 32, setting 16)" in message

@@ -106,14 +106,16 @@ def test_config_round_trips_through_plain_data_and_rebuilds_the_network():
     assert sum(p.numel() for p in net.parameters()) > 0
 
 
-def test_paper_setting_without_datasets_stops_at_once_naming_every_variable(monkeypatch, tmp_path):
+def test_paper_setting_without_datasets_stops_at_once_naming_every_variable(monkeypatch, tmp_path, capsys):
     for var in DATASET_ENV:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("LTR_PATHS_FILE", str(tmp_path / "no-paths.json"))
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))  # no pretrained weights either
     with pytest.raises(SystemExit) as e:
         train_main(["dimp", "nce_plus", "--workspace", str(tmp_path / "ws"), "--device", "cpu"])
-    message = str(e.value.code)
+    assert e.value.code == 2
+    message = capsys.readouterr().err.strip()
+    assert "\n" not in message
     assert message.startswith("error: dimp/nce_plus cannot start: dataset roots are not configured")
     for var in DATASET_ENV:
         assert var in message, var
