@@ -51,7 +51,7 @@ def test_track_and_save(tmp_path, capsys, ext, codec):
         r"reading and writing",
         captured.err.strip().splitlines()[-1],
     )
-    assert rate and float(rate.group(1)) >= float(rate.group(2)) > 0
+    assert rate and float(rate.group(1)) > 0 and float(rate.group(2)) > 0  # values: no timed assertions
     boxes = np.array([[float(v) for v in line.split(",")[1:]] for line in lines])
     assert np.isfinite(boxes).all() and (boxes[:, 2:] > 0).all()
 
