@@ -79,7 +79,11 @@ def train(args: argparse.Namespace, seed: int) -> Path:
 
 def track(args: argparse.Namespace, tracker: str, param: str, *, net: Path | None, runid: int | None) -> None:
     """Track the synthetic test set into ``W/results`` (the runner skips finished sequences)."""
-    cmd = [sys.executable, "pytracking/run_tracker.py", tracker, param, "--dataset", "synthetic"]
+    # the ablation is the parameter set with refinement off, under its own results name
+    base, overrides = (
+        ("nce_plus_tiny", ["refine=false", "--name", param]) if param.endswith("_norefine") else (param, [])
+    )
+    cmd = [sys.executable, "pytracking/run_tracker.py", tracker, base, *overrides, "--dataset", "synthetic"]
     cmd += ["--device", args.device, "--results", str(args.workspace / "results"), "--no-progress"]
     if net is not None:
         cmd += ["--net", str(net)]

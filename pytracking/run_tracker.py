@@ -40,6 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "param", help="parameter set: " + "; ".join(f"{t}: {', '.join(q)}" for t, q in TRACKER_PARAMS.items())
     )
+    p.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="key=value",
+        help="dimp: changes of parameter-set fields, e.g. refine=false or refine_mode=s1 refine_decay=0.5 "
+        "(dotted for nested fields; unknown keys are an error); needs --name",
+    )
+    p.add_argument("--name", default=None, help="results folder name instead of the parameter set's")
     p.add_argument("--dataset", required=True, choices=sorted(DATASET_NAMES))
     p.add_argument("--root", default=None, help="dataset root (default: the dataset's environment variable)")
     p.add_argument("--sequence", nargs="+", default=None, metavar="NAME", help="only these sequences")
@@ -75,7 +83,7 @@ def _print_failure(failure: Failure) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_intermixed_args(argv)  # overrides before or after the --options
     visdom = (
         VisdomSpec(args.visdom_server, args.visdom_port, f"{args.tracker}_{args.param}")
         if args.visdom
@@ -85,14 +93,35 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {args.threads}")
-        spec = TrackerSpec(args.tracker, args.param, args.net, args.device, visdom, args.debug, args.compile)
+        swallowed = [s for s in args.sequence or () if "=" in s]
+        if swallowed:
+            raise ValueError(
+                f"--sequence took {swallowed}: put key=value overrides right after the parameter set "
+                f"(`{args.tracker} {args.param} {' '.join(swallowed)} --sequence ...`)"
+            )
+        if args.overrides and args.name is None:
+            raise ValueError(
+                "key=value overrides need --name NAME for the results folder (e.g. --name "
+                f"{args.param}_variant), so that their results do not mix with {args.param!r}'s"
+            )
+        spec = TrackerSpec(
+            args.tracker,
+            args.param,
+            args.net,
+            args.device,
+            visdom,
+            args.debug,
+            args.compile,
+            tuple(args.overrides),
+            args.name,
+        )
         names = dataset.open().sequence_names()  # the root exists and has the layout (workers reopen it)
         unknown = [s for s in args.sequence or () if s not in names]
         if unknown:
             raise ValueError(f"--sequence: dataset {args.dataset!r} has no sequence(s) {unknown}")
         spec, warnings = prepare_spec(spec, keep_loaded=args.threads == 1)
         results = Path(args.results) if args.results else workspace_dir() / "results"
-        result_folder(results, spec.name, spec.param, args.runid).mkdir(parents=True, exist_ok=True)
+        result_folder(results, spec.name, spec.results_name, args.runid).mkdir(parents=True, exist_ok=True)
     except (NoCheckpointError, CheckpointError, DatasetError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -159,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("tracker", choices=TRACKERS)
     p.add_argument("param", help="; ".join(f"{t}: {', '.join(q)}" for t, q in TRACKER_PARAMS.items()))
     p.add_argument("source", help="video file or camera index (0, 1, ...)")
+    p.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="key=value",
+        help="dimp: changes of parameter-set fields (run_tracker.py's)",
+    )
     p.add_argument("--init", type=parse_box, default=None, help="initial box x,y,w,h (pixels)")
     p.add_argument("--save", type=Path, default=None, help="write the video with the box to this file")
     p.add_argument("--net", default=None, help="checkpoint (default: latest of the param's train setting)")
@@ -166,9 +172,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--compile", action="store_true", help="dimp: torch.compile the per-frame backbone and classifier"
     )
-    args = p.parse_args(argv)
+    args = p.parse_intermixed_args(argv)
     try:
-        spec = TrackerSpec(args.tracker, args.param, args.net, args.device, compile=args.compile)
+        spec = TrackerSpec(
+            args.tracker,
+            args.param,
+            args.net,
+            args.device,
+            compile=args.compile,
+            overrides=tuple(args.overrides),
+        )
         spec, warnings = prepare_spec(spec)
         for warning in warnings:
             print(f"warning: {warning}", file=sys.stderr)

@@ -53,7 +53,7 @@ def tracking_pipeline(workspace: Path, env: dict[str, str], *, quick: bool) -> N
     _run("track the synthetic test set (energy-based refinement on)", track, env)
     _run(
         "track again with refinement off (the ablation)",
-        [*track[:2], "nce_plus_tiny_norefine", *track[3:]],
+        [*track, "refine=false", "--name", "nce_plus_tiny_norefine"],
         env,
     )
     _run(

@@ -186,7 +186,7 @@ def run_dataset(
 
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
-    folder = result_folder(results_root, spec.name, spec.param, runid)
+    folder = result_folder(results_root, spec.name, spec.results_name, runid)
     names = dataset.open().sequence_names()
     if sequences:
         unknown = [s for s in sequences if s not in names]
@@ -197,7 +197,7 @@ def run_dataset(
     report.skipped = [n for n in names if is_finished(folder, n)]
     todo = [n for n in names if not is_finished(folder, n)]
     folder.mkdir(parents=True, exist_ok=True)
-    bar = tqdm(total=len(todo), desc=f"{spec.name}/{spec.param}", unit="seq", disable=not progress)
+    bar = tqdm(total=len(todo), desc=f"{spec.name}/{spec.results_name}", unit="seq", disable=not progress)
     outcomes: list[tuple[str, Failure | None]] = []
 
     def record(outcome: tuple[str, Failure | None]) -> None:

@@ -12,12 +12,13 @@ from typing import Any
 import torch
 
 from ltr.admin.checkpoint import CheckpointError
+from ltr.admin.config import apply_overrides
 from ltr.admin.device import resolve_device
 from ltr.models.tracking import NetConfig
 from pytracking.parameter.dimp import NAMES as DIMP_PARAMS
 from pytracking.parameter.dimp import get_parameters
 from pytracking.tracker.baselines import BASELINE_PARAMS, BASELINES, make_baseline
-from pytracking.tracker.dimp import DiMPTracker, LoadedNet, default_checkpoint, load_network
+from pytracking.tracker.dimp import DiMPParams, DiMPTracker, LoadedNet, default_checkpoint, load_network
 from pytracking.tracker.dimp.network import NoCheckpointError
 
 #: tracker name -> its parameter sets (``dimp`` and the classical baselines of ``pytracking.tracker.baselines``)
@@ -36,7 +37,10 @@ class VisdomSpec:
 class TrackerSpec:
     """name: tracker ("dimp"); param: parameter set; net: checkpoint path (None: the latest checkpoint of the
     parameter set's train setting in the workspace); device: ``auto``, ``cpu``, ``cuda`` or ``cuda:K``;
-    compile: DiMP only, turns on the parameter set's ``compile`` (torch.compile of the per-frame stages)."""
+    compile: DiMP only, turns on the parameter set's ``compile`` (torch.compile of the per-frame stages);
+    overrides: DiMP only, ``key=value`` changes of the parameter set's fields (dotted for nested ones, e.g.
+    ``augmentation.dropout_num=0``; unknown keys are an error); name: the results folder's name instead of
+    the parameter set's (required with overrides, so that their results never mix with the set's)."""
 
     name: str
     param: str
@@ -45,6 +49,8 @@ class TrackerSpec:
     visdom: VisdomSpec | None = None
     debug: bool = False
     compile: bool = False
+    overrides: tuple[str, ...] = ()
+    name_in_results: str | None = None
 
     def __post_init__(self) -> None:
         if self.name not in TRACKERS:
@@ -54,6 +60,15 @@ class TrackerSpec:
                 f"tracker {self.name!r} has no parameter set {self.param!r}; "
                 f"choose one of {list(TRACKER_PARAMS[self.name])}"
             )
+        if self.overrides:
+            if not self.needs_network:
+                raise ValueError(f"tracker {self.name!r} takes no key=value overrides")
+            tracker_params(self)  # unknown keys and bad values: a ConfigError (a ValueError) now
+
+    @property
+    def results_name(self) -> str:
+        """The ``{param}`` part of the results folder."""
+        return self.name_in_results or self.param
 
     @property
     def needs_network(self) -> bool:
@@ -153,12 +168,16 @@ def prepare_spec(spec: TrackerSpec, *, keep_loaded: bool = True) -> tuple[Tracke
     return spec, [warning] if warning else []
 
 
+def tracker_params(spec: TrackerSpec) -> DiMPParams:
+    """The DiMP parameters of ``spec``: its parameter set with ``compile`` and the overrides applied."""
+    params = apply_overrides(get_parameters(spec.param), spec.overrides)
+    return dataclasses.replace(params, compile=True) if spec.compile else params
+
+
 def build_tracker(spec: TrackerSpec, **tracker_kwargs: Any) -> Any:
     """A fresh tracker for ``spec``; a DiMP network is loaded once per process and shared."""
     if not spec.needs_network:
         return make_baseline(spec.name, spec.param)
-    params = get_parameters(spec.param)
-    if spec.compile:
-        params = dataclasses.replace(params, compile=True)
+    params = tracker_params(spec)
     loaded = _network(network_path(spec), resolve_device(spec.device))
     return DiMPTracker(loaded.net, loaded.geometry, params, **tracker_kwargs)

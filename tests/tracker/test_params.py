@@ -22,12 +22,9 @@ def test_parameter_sets_load(name):
     assert p.train_setting is None if name in REFERENCE else p.train_setting in SETTINGS
     assert p.memory_size == 50 and p.learning_rate == 0.01 and p.init_samples_min_weight == 0.25
     assert p.augmentation.num_samples == 15
-    assert p.refine == (not name.endswith("norefine"))
-    assert p.refine_mode == ("s1" if name.endswith("_s1") else "plain")
+    assert p.refine and p.refine_mode == "plain"
     # the tiny sets' localisation values were chosen on the synthetic val split; the others keep pytracking's
-    assert p.target_not_found_threshold == {"nce_plus_tiny": 0.05, "prdimp50": 0.04}.get(
-        name.replace("_norefine", "").replace("_s1", ""), 0.25
-    )
+    assert p.target_not_found_threshold == {"nce_plus_tiny": 0.05, "prdimp50": 0.04}.get(name, 0.25)
     assert p.score_window == (1.0 if "tiny" in name else 0.0)
     assert p.hard_negative_threshold == (0.2 if "tiny" in name else 0.5)
     assert p.displacement_scale == (0.5 if "tiny" in name else 0.8)

@@ -26,8 +26,18 @@ def tree(tmp_path):
     return root, ckpt, tmp_path / "results"
 
 
-def run(root, ckpt, results, *extra):
-    argv = ["dimp", "nce_plus_tiny", "--dataset", "folder", "--root", str(root), "--net", str(ckpt)]
+def run(root, ckpt, results, *extra, overrides=()):
+    argv = [
+        "dimp",
+        "nce_plus_tiny",
+        *overrides,
+        "--dataset",
+        "folder",
+        "--root",
+        str(root),
+        "--net",
+        str(ckpt),
+    ]
     return main([*argv, "--results", str(results), "--device", "cpu", "--no-progress", *extra])
 
 
@@ -225,3 +235,27 @@ def test_results_folder_that_cannot_be_made_is_one_error_line(tree, capsys):
     )
     assert run(root, ckpt, results, "--runid", "1000") == 2
     assert capsys.readouterr().err == "error: runid must be in 0..999, got 1000\n"
+
+
+def test_key_value_overrides_change_the_tracker_and_need_a_results_name(tree, capsys):
+    from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker
+
+    root, ckpt, results = tree
+    overrides = ("refine=false", "augmentation.dropout_num=0")
+    tracker = build_tracker(TrackerSpec("dimp", "nce_plus_tiny", str(ckpt), "cpu", overrides=overrides))
+    assert tracker.params.refine is False and tracker.params.augmentation.dropout_num == 0
+    seq = ("--sequence", "alpha")
+    assert run(root, ckpt, results, *seq, "--name", "tiny_norefine", overrides=["refine=false"]) == 0
+    assert (results / "dimp" / "tiny_norefine" / "alpha.txt").is_file()
+    assert not (results / "dimp" / "nce_plus_tiny").exists()
+    capsys.readouterr()
+    assert run(root, ckpt, results, *seq, overrides=["refine=false"]) == 2
+    assert "need --name" in capsys.readouterr().err
+    assert run(root, ckpt, results, *seq, "--name", "x", overrides=["refine_speed=2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: unknown config key 'refine_speed'")
+    assert run(root, ckpt, results, *seq, "--name", "x", overrides=["refine_iters=many"]) == 2
+    assert "refine_iters" in capsys.readouterr().err
+    # after --sequence the override would be taken for a sequence name: said so
+    assert run(root, ckpt, results, *seq, "refine=false", "--name", "x") == 2
+    assert "put key=value overrides right after the parameter set" in capsys.readouterr().err

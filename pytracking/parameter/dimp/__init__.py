@@ -3,9 +3,9 @@
 ``dimp50``, ``super_dimp``, ``prdimp50``: pytracking's trained models, value for value (their networks come
 from pytracking's files through ``python -m ltr.admin.import_pytracking``; pass ``--net``).
 ``nce_plus`` (the paper's DiMP-NCE+), ``kld_is``, ``nce``, ``ml_is`` (same runtime, networks trained with
-those box losses), ``nce_plus_tiny`` (the CPU-sized network) and the ablations ``nce_plus_norefine`` (no box
-refinement) and ``nce_plus_s1`` (Algorithm S1 instead of the fixed-step ascent), likewise
-``nce_plus_tiny_norefine`` / ``nce_plus_tiny_s1``; with ``--net`` any of them runs any checkpoint. The crop
+those box losses) and ``nce_plus_tiny`` (the CPU-sized network); with ``--net`` any of them runs any
+checkpoint. Ablations are ``key=value`` overrides of a set (``run_tracker.py``): ``refine=false`` (no box
+refinement), ``refine_mode=s1 refine_decay=0.5`` (the paper's Algorithm S1 instead of the fixed-step ascent). The crop
 geometry is not here: it comes from the network's saved train config.
 """
 
@@ -24,10 +24,6 @@ NAMES = (
     "nce",
     "ml_is",
     "nce_plus_tiny",
-    "nce_plus_norefine",
-    "nce_plus_s1",
-    "nce_plus_tiny_norefine",
-    "nce_plus_tiny_s1",
 )
 
 
