@@ -19,8 +19,8 @@ Pixel sampling, by image type (same geometry, same continuous pixel convention a
 - ``numpy.ndarray`` (H, W, C) frames (the CPU data pipeline): OpenCV on the uint8 frame, no float copy of
   the frame. The region is rounded to whole pixels (its corner and side move by at most half a source
   pixel), the part outside the frame is replicated with ``cv2.copyMakeBorder`` and the result resized with
-  ``cv2.resize``, whose SIMD bilinear path we measured 2.5x (downscaling) to 100x (scale 1) faster than a
-  bilinear ``cv2.warpAffine`` of the same output on this project's CPUs. Regions larger than three output
+  ``cv2.resize``, whose SIMD bilinear path is much faster than a bilinear ``cv2.warpAffine`` of the same
+  output. Regions larger than three output
   sides (padding them would cost more than warping) are warped exactly with ``cv2.warpAffine`` and a
   replicated border, whose cost is bounded by the output size. Either way the returned transform is exact
   for the crop produced. See ``benchmarks/data_pipeline.py``.

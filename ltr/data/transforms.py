@@ -133,7 +133,7 @@ def brightness_normalize_lut(
     """:func:`brightness_normalize` for numpy uint8 (N, C, H, W) by table look-up: float32 (N, C, H, W).
 
     One ``cv2.LUT`` pass per image plane replaces the float conversion, scale, clamp, subtract and divide
-    passes (about 2x faster on CPU). ``brightness`` has one factor per image.
+    passes (faster on a CPU: ``benchmarks/data_pipeline.py``). ``brightness`` has one factor per image.
     """
     import cv2
 

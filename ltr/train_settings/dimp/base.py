@@ -1,6 +1,6 @@
 """The base config of every DiMP train setting: the paper's DiMP-NCE+ training (SuperDiMP + NCE+ box loss).
 
-Values (``/work/shared/docs/reference-dimp.md`` section 1 and the paper's supplementary section on
+Values (pytracking's ``ltr/train_settings/dimp/super_dimp.py`` and the paper's supplementary section on
 DiMP-KLD-IS): ResNet-50 ImageNet backbone with conv1/layer1/layer2 frozen, 22 x 22 features for 352-pixel
 crops (search area factor 6), batch 20, 40 000 samples per epoch, LaSOT train / GOT-10k vottrain /
 TrackingNet chunks 0-3 / COCO 2017 train with weights 1, horizontal flip 0.5, 3 train + 3 test frames;

@@ -3,16 +3,9 @@
 Runs with no dataset and no pretrained weights (``python ltr/run_training.py dimp nce_plus_tiny``): a
 quarter-width ResNet-18 trained from scratch (nothing frozen), 128-pixel crops (8 x 8 features), the
 synthetic ``train`` / ``val`` splits, NCE+ with the paper's M = 128 candidates and beta 0.1. Learning rates
-are higher than the paper's, which fine-tunes an ImageNet backbone; everything else follows the base. In one
-4-epoch CPU comparison (seed 0) these LRs lowered the box loss steadily (val 13.4 after 4 epochs) where a
-flat 1e-3 for every group gave a classifier-initializer spike and val 14.4 after 6 epochs.
-
-Gradients are clipped to a global norm of 40 (``trainer.grad_clip``). Unclipped, the norm is heavy-tailed
-(``trainer.grad_clip=none``, seed 0, per epoch in ``stats.csv``: median 7.3-19.3, 90th percentile 28-77,
-maximum 68-410), and the spikes made the tracker's quality a lottery over training seeds. Five seeds of the
-demo recipe (``benchmarks/quality_seeds.py --seeds 0 1 2 3 4 --videos 200 --epochs 10 --lr-step 7``), scored
-on the synthetic *val* split with ``benchmarks/tune_tracker.py``: mean AUC 21.83 unclipped (17.22-27.99),
-29.65 clipped (27.98-32.19).
+are higher than the paper's, which fine-tunes an ImageNet backbone, and gradients are clipped to a global
+norm of 40 (``trainer.grad_clip``): unclipped, rare gradient spikes made the tracker's quality vary widely
+over training seeds (``docs/results/2026-11-22-nce-plus-tiny-recipe.md``). Everything else follows the base.
 """
 
 from __future__ import annotations
