@@ -15,6 +15,8 @@ made with one thread (``--threads 1``), as float32 sums depend on the thread cou
 from __future__ import annotations
 
 import argparse
+import types
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -109,21 +111,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frames", type=int, default=8)
 
 
+def reference_dimp(checkout: str | Path, preset: str, seed: int) -> tuple[types.SimpleNamespace, Any]:
+    """pytracking's modules (``dimp``, ...) and its ``preset`` DiMP parameters on the CPU, their ``net`` its
+    ``dimpnet50`` with the preset's arguments and the weights of :func:`tests.golden.seeded.seeded_state_dict`
+    for ``seed``, in eval mode (``params.net.net``); ``pt.dimp.DiMP(params)`` is pytracking's tracker.
+
+    Imports the checkout (:func:`scripts.golden.reference.import_reference`): call it after everything of this
+    repository has been imported.
+    """
+    pt = import_reference(
+        checkout,
+        dimpnet="ltr.models.tracking.dimpnet",
+        net_wrappers="pytracking.features.net_wrappers",
+        dimp="pytracking.tracker.dimp",
+        parameters=f"pytracking.parameter.dimp.{preset}",
+    )
+    net = pt.dimpnet.dimpnet50(**{**KWDS[preset], "backbone_pretrained": False})
+    net.load_state_dict(seeded_state_dict(seed, [(k, v.shape) for k, v in net.state_dict().items()]))
+    net.eval()
+
+    class Given(pt.net_wrappers.NetWithBackbone):
+        def initialize(self) -> None:  # the network is already here
+            pass
+
+    params = pt.parameters.parameters()
+    params.use_gpu = False
+    params.device = "cpu"
+    params.net = Given(net_path=None, use_gpu=False)
+    params.net.net = net
+    return pt, params
+
+
 def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
     """The golden file's arrays (see the module docstring); the clips are made before pytracking's ``ltr``
     replaces this repository's."""
     clips = {"synthetic": synthetic_clip(args.frames), "photo": photo_clip(args.frames)}
-    pt = import_reference(
-        args.pytracking,
-        dimpnet="ltr.models.tracking.dimpnet",
-        net_wrappers="pytracking.features.net_wrappers",
-        dimp="pytracking.tracker.dimp",
-        parameters=f"pytracking.parameter.dimp.{args.preset}",
-    )
-    net = pt.dimpnet.dimpnet50(**{**KWDS[args.preset], "backbone_pretrained": False})
-    shapes = [(k, tuple(v.shape)) for k, v in net.state_dict().items()]
-    net.load_state_dict(seeded_state_dict(SEED, shapes))
-    net.eval()
+    pt, params = reference_dimp(args.pytracking, args.preset, SEED)
+    shapes = [(k, tuple(v.shape)) for k, v in params.net.net.state_dict().items()]
     out: dict[str, np.ndarray] = {
         "keys": np.array([k for k, _ in shapes]),
         "shapes": np.array([list(s) + [0] * (4 - len(s)) for _, s in shapes]),
@@ -131,17 +155,6 @@ def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
         "seed": np.array(SEED),
         "frame_seed": np.array(FRAME_SEED),
     }
-
-    class Wrapped(pt.net_wrappers.NetWithBackbone):
-        def initialize(self) -> None:  # the network is already here
-            pass
-
-    params = pt.parameters.parameters()
-    params.use_gpu = False
-    params.device = "cpu"
-    params.net = Wrapped(net_path=None, use_gpu=False)
-    params.net.net = net
-
     for clip, (frames, init_box) in clips.items():
         tracker = pt.dimp.DiMP(params)
         out.update(_track_clip(tracker, f"{clip}/", frames, init_box, params.num_init_random_boxes + 1))
