@@ -9,7 +9,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 WORKSPACE ?= $(CURDIR)/workspace
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-1d test test-slow lint install install-test clean visdom visdom-assets
+.PHONY: demo demo-1d test test-slow lint install install-test install-visdom clean visdom visdom-assets
 
 $(PY):
 	$(PYTHON) -m venv $(ENV_DIR)
@@ -18,12 +18,18 @@ $(ENV_DIR)/.installed: $(PY) setup.py constraints.txt
 	$(PY) -m pip install -e .
 	touch $@
 
+# The test extra includes the extras the tests use (visdom).
 $(ENV_DIR)/.installed-test: $(ENV_DIR)/.installed
 	$(PY) -m pip install -e '.[test]'
 	touch $@
 
+$(ENV_DIR)/.installed-visdom: $(ENV_DIR)/.installed
+	$(PY) -m pip install -e '.[visdom]'
+	touch $@
+
 install: $(ENV_DIR)/.installed
 install-test: $(ENV_DIR)/.installed-test
+install-visdom: $(ENV_DIR)/.installed-visdom
 
 demo: install
 	$(PY) -m ltr.cli.demo --workspace $(WORKSPACE)
@@ -42,10 +48,10 @@ test-slow: install-test
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 # A local visdom server on http://127.0.0.1:8097, loopback only, page assets installed from the npm registry.
-visdom: install
+visdom: install-visdom
 	$(PY) -m ltr.admin.visdom_server
 
-visdom-assets: install
+visdom-assets: install-visdom
 	$(PY) -m ltr.admin.visdom_server --install-assets-only
 
 clean:

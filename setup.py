@@ -1,12 +1,22 @@
 """Package metadata for the EBM tracking toolkit (ltr + pytracking + eval).
 
-Dependencies are pinned where the machines need them to be: torch 2.14.1 / torchvision 0.29.1 are the
-releases that install (and import together) here. OpenCV comes as the *contrib* headless wheel because it
-is a superset of opencv-python-headless that also carries the classical CSRT/KCF baselines; two OpenCV
-wheels must never share one environment.
+``install_requires`` gives ranges: the oldest releases the code and its tests are known to work with, no
+upper bounds. ``make`` installs the exact versions of this project's machines through constraints.txt.
+OpenCV comes as the *contrib* headless wheel because it is a superset of opencv-python-headless that also
+carries the classical CSRT/KCF baselines; two OpenCV wheels must never share one environment.
+
+Extras:
+
+- ``visdom``: the live view of training curves and tracking (``--visdom``, ``make visdom``). visdom 0.2.4
+  exactly, whose page layout the offline server (:mod:`ltr.admin.visdom_server`) follows; it ships only as a
+  source archive that builds with setuptools<81 (constraints.txt passes that to pip's build environment).
+  tornado 6.6 answers 403 for the visdom page; 6.5 serves it.
+- ``test``: pytest, hypothesis, ruff and the extras the tests use.
 """
 
 from setuptools import find_packages, setup
+
+VISDOM = ["visdom==0.2.4", "tornado<6.6"]
 
 setup(
     name="ebmtrack",
@@ -15,31 +25,36 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["ltr", "ltr.*", "pytracking", "pytracking.*", "eval", "eval.*"]),
     install_requires=[
-        "torch==2.14.1",
-        "torchvision==0.29.1",
+        "torch>=2.13",
+        "torchvision>=0.28",  # the release built with torch 2.13
         "opencv-contrib-python-headless>=4.8",
         "numpy>=1.26",
         "scipy>=1.11",
         "pandas>=2.0",
         "tqdm>=4.66",
         "matplotlib>=3.8",
-        "visdom==0.2.4",
-        "pycocotools>=2.0.7",
-        # tornado 6.6 answers 403 for the visdom page (../user/style.css); 6.5 serves it.
-        "tornado<6.6",
+        "pycocotools>=2.0.7",  # COCO for DiMP training and the detection study
     ],
     extras_require={
+        "visdom": VISDOM,
         "test": [
             "pytest>=8",
             "pytest-timeout>=2.3",
             "hypothesis>=6.100",
             "ruff==0.17.6",  # pinned: a new ruff release must not turn CI red on its own
+            *VISDOM,
         ],
     },
     entry_points={
         "console_scripts": [
             "ltr-train=ltr.cli.train:main",
             "ltr-study=ltr.cli.study:main",
+            "ltr-checkpoint=ltr.admin.checkpoint:main",
+            "ltr-visdom=ltr.admin.visdom_server:main",
+            "pytracking-run=pytracking.run_tracker:main",
+            "pytracking-video=pytracking.run_video:main",
+            "ebm-eval=eval.eval_cli:main",
+            "ebm-pack=eval.pack_results:main",
         ],
     },
 )

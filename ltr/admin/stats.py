@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ltr.admin.extras import MissingExtra, import_extra
 from ltr.admin.io import atomic_write_text
 
 STATS_CSV = "stats.csv"
@@ -124,8 +125,10 @@ class VisdomPlotter:
     def __init__(
         self, *, env: str, server: str = DEFAULT_VISDOM_SERVER, port: int = DEFAULT_VISDOM_PORT
     ) -> None:
-        import visdom  # imported here: only runs that ask for visdom need it
-
+        try:  # imported here: only runs that ask for visdom need it (the ``visdom`` extra)
+            visdom = import_extra("visdom", "visdom")
+        except MissingExtra as err:
+            raise VisdomUnavailable(f"--visdom: {err}") from None
         self.env = env
         self.address = f"{server}:{port}"
         try:

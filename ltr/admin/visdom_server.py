@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ltr.admin.extras import MissingExtra, import_extra
+
 # free_port is re-exported: docs/visdom.md and scripts/visdom_screenshot.py import it from here
 from ltr.admin.ports import LOOPBACK
 from ltr.admin.ports import free_port as free_port
@@ -130,14 +132,14 @@ def static_dir() -> Path:
 
     spec = importlib.util.find_spec("visdom")
     if spec is None or spec.origin is None:
-        raise VisdomAssetError("the python package 'visdom' is not installed in this environment")
+        raise VisdomAssetError(
+            "the python package 'visdom' is not installed; install it with: pip install 'ebmtrack[visdom]'"
+        )
     return Path(spec.origin).parent / "static"
 
 
 def _visdom_version() -> str:
-    import visdom
-
-    return str(visdom.__version__)
+    return str(import_extra("visdom", "visdom").__version__)
 
 
 def missing_assets(static: Path | None = None) -> list[str]:
@@ -406,8 +408,7 @@ def _wait_until_answering(handle: VisdomServer, timeout: float) -> None:
 
 def _tornado_check() -> str | None:
     """A warning when the installed tornado serves visdom's page with HTTP 403 (tornado >= 6.6)."""
-    import tornado
-
+    tornado = import_extra("tornado", "visdom")
     major, minor = (int(x) for x in tornado.version.split(".")[:2])
     if (major, minor) >= (6, 6):
         return (
@@ -456,6 +457,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 < args.port < 65536:
         parser.error(f"--port must be in 1..65535, got {args.port}")
+    try:
+        import_extra("visdom", "visdom")
+    except MissingExtra as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
     if not args.skip_assets:
         try:
