@@ -133,11 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if visdom is not None:
+        from ltr.admin.extras import MissingExtra
         from pytracking.visdom_view import VisdomView
 
-        try:  # fail before any work when the server is not there
+        try:  # fail before any work when the server (or the visdom package) is not there
             VisdomView(visdom.server, visdom.port, visdom.env)
-        except ConnectionError as err:
+        except (ConnectionError, MissingExtra) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
     report = run_dataset(  # raises only with --debug (the first failing sequence's exception)

@@ -13,6 +13,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from ltr.admin.extras import import_extra
+
 FRAME_WIN, SCORE_WIN, STATE_WIN = "frame", "score_map", "state"
 
 
@@ -50,8 +52,7 @@ class VisdomView:
     """Posts frames, score maps and state text to a visdom server (raises if the server cannot be reached)."""
 
     def __init__(self, server: str = "http://127.0.0.1", port: int = 8097, env: str = "tracking") -> None:
-        import visdom
-
+        visdom = import_extra("visdom", "visdom")  # MissingExtra names the pip command
         self.env = env
         hint = f"no visdom server at {server}:{port}; start one with `python -m ltr.admin.visdom_server --port {port}`"
         try:

@@ -7,6 +7,7 @@ import pytest
 from ltr.admin import visdom_server
 from ltr.admin.extras import MissingExtra, import_extra
 from ltr.admin.stats import VisdomPlotter, VisdomUnavailable
+from pytracking.visdom_view import VisdomView
 
 
 def test_import_extra_returns_the_module():
@@ -35,6 +36,8 @@ def test_visdom_users_fail_with_one_line_without_visdom(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "visdom", None)
     with pytest.raises(VisdomUnavailable, match=r"pip install 'ebmtrack\[visdom\]'"):
         VisdomPlotter(env="test", port=1)
+    with pytest.raises(MissingExtra, match=r"pip install 'ebmtrack\[visdom\]'"):
+        VisdomView(port=1)
     assert visdom_server.main(["--skip-assets", "--port", "8097"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "pip install 'ebmtrack[visdom]'" in err
