@@ -17,14 +17,15 @@ learnt from) or a hard negative (an extra filter optimisation). Both trackers th
 thresholds of :data:`OPEN` (not-found -inf, distractor and hard-negative +inf): with a positive highest
 score, as here, every frame is localised in full, found normal, refined and added to the sample memory, and
 the filter optimiser runs every ``train_skipping`` frames as in tracking. Both trackers draw the same random
-numbers (pytracking's global generator is seeded per frame as ours seeds its own), so they take
-the same states and boxes; the printed state counts and box differences show it.
+numbers (pytracking's global generator is seeded per frame as ours seeds its own), so they take the same
+states and boxes; the printed state counts and box differences show it.
 
 Each round initialises every tracker on the first frame of a 640x480 video (a textured square moving over
-noise) and tracks the rest, one tracker after the other (A, B, A, B, ...: the machine's speed drifts, so
-only figures of one round are compared); the first ``--warmup`` frames are not timed. Printed per round and
-tracker: initialisation seconds, frames per second and the ratio to the first tracker (> 1: faster); then
-the median ratios and our tracker's time per stage (``StageTimer``). ``--compile`` adds our tracker with
+noise), then tracks the rest frame by frame, every tracker in turn (A, B, A, B, ..., the order reversed
+every other frame): a shared machine's speed drifts within seconds, and this way a drift falls on all
+trackers alike. The first ``--warmup`` frames are not timed. Printed per round and tracker: initialisation
+seconds, frames per second and the ratio to the first tracker (> 1: faster); then the median ratios and our
+tracker's time per stage (``StageTimer``). ``--compile`` adds our tracker with
 ``compile=True`` (:mod:`pytracking.tracker.dimp.compiled`; compiled during round 1's warm-up frames).
 Without ``--pytracking`` only our trackers run.
 """
@@ -41,6 +42,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -167,26 +169,53 @@ def pytracking_tracker(checkout: Path, geometry: str, seed: int, state: dict) ->
     return Timed("pytracking", initialize, track)
 
 
+class Result(NamedTuple):
+    """One tracker's round: init seconds, frames per second, boxes (N, 4) xywh of every tracked frame, the
+    states of the timed frames, {stage: seconds} of the timed frames (our trackers)."""
+
+    init_s: float
+    fps: float
+    boxes: np.ndarray
+    states: Counter
+    stages: dict[str, float]
+
+
 def run_round(
-    entry: Timed, frames: list[np.ndarray], init_box: np.ndarray, warmup: int
-) -> tuple[float, float, np.ndarray, Counter, dict[str, float]]:
-    """(init s, frames per second, boxes (N, 4) of every tracked frame, states of the timed frames,
-    {stage: s} of the timed frames) of one tracker over ``frames``."""
-    start = time.perf_counter()
-    entry.initialize(frames[0], init_box)
-    init_s = time.perf_counter() - start
-    boxes = [entry.track(f)[0] for f in frames[1 : 1 + warmup]]
-    if entry.timer is not None:
-        entry.timer.reset()
-    states: Counter = Counter()
-    start = time.perf_counter()
-    for f in frames[1 + warmup :]:
-        box, state = entry.track(f)
-        boxes.append(box)
-        states[state] += 1
-    fps = (len(frames) - 1 - warmup) / (time.perf_counter() - start)
-    stages = dict(entry.timer.totals) if entry.timer is not None else {}
-    return init_s, fps, np.stack(boxes), states, stages
+    entries: list[Timed], frames: list[np.ndarray], init_box: np.ndarray, warmup: int
+) -> list[Result]:
+    """Initialise every tracker on ``frames[0]`` and track ``frames[1:]`` with each in turn, frame by frame."""
+    init_s, track_s = [], [0.0] * len(entries)
+    for e in entries:
+        start = time.perf_counter()
+        e.initialize(frames[0], init_box)
+        init_s.append(time.perf_counter() - start)
+    boxes: list[list[np.ndarray]] = [[] for _ in entries]
+    states: list[Counter] = [Counter() for _ in entries]
+    for k, frame in enumerate(frames[1:]):
+        if k == warmup:
+            for e in entries:
+                if e.timer is not None:
+                    e.timer.reset()
+        order = list(enumerate(entries))
+        for i, e in order if k % 2 == 0 else order[::-1]:
+            start = time.perf_counter()
+            box, state = e.track(frame)
+            elapsed = time.perf_counter() - start
+            boxes[i].append(box)
+            if k >= warmup:
+                track_s[i] += elapsed
+                states[i][state] += 1
+    timed = len(frames) - 1 - warmup
+    return [
+        Result(
+            init_s[i],
+            timed / track_s[i],
+            np.stack(boxes[i]),
+            states[i],
+            dict(e.timer.totals) if e.timer else {},
+        )
+        for i, e in enumerate(entries)
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -221,16 +250,18 @@ def main(argv: list[str] | None = None) -> None:
     ratios: dict[str, list[float]] = {e.name: [] for e in entries[1:]}
     stage_s: Counter = Counter()
     for r in range(1, args.rounds + 1):
-        results = [run_round(e, frames, init_box, args.warmup) for e in entries]
-        for i, (e, (init_s, fps, boxes, states, stages)) in enumerate(zip(entries, results)):
-            line = f"round {r}  {e.name:<14} init {init_s:6.2f} s  {fps:6.2f} FPS"
+        results = run_round(entries, frames, init_box, args.warmup)
+        for i, (e, res) in enumerate(zip(entries, results)):
+            line = f"round {r}  {e.name:<14} init {res.init_s:6.2f} s  {res.fps:6.2f} FPS"
             if i > 0:
-                ratios[e.name].append(fps / results[0][1])
-                diff = float(np.abs(boxes - results[0][2]).max())
+                ratios[e.name].append(res.fps / results[0].fps)
+                diff = float(np.abs(res.boxes - results[0].boxes).max())
                 line += f"  {ratios[e.name][-1]:.2f}x {first}, boxes within {diff:.2g} px of {first}'s"
-            print(line + "  states: " + ", ".join(f"{k} {v}" for k, v in sorted(states.items())), flush=True)
+            print(
+                line + "  states: " + ", ".join(f"{k} {v}" for k, v in sorted(res.states.items())), flush=True
+            )
             if e.name == "ours":
-                stage_s.update(stages)
+                stage_s.update(res.stages)
     for name, values in ratios.items():
         print(
             f"{name} / {first}: median {statistics.median(values):.2f}x "
