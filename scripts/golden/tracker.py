@@ -24,12 +24,16 @@ import torch
 
 from scripts.golden.reference import import_reference
 from tests.golden.clips import photo_clip, synthetic_clip
-from tests.golden.pytracking_format import DIMP50_KWDS, SUPER_DIMP_KWDS
+from tests.golden.pytracking_format import DIMP50_KWDS, PRDIMP50_KWDS, SUPER_DIMP_KWDS
 from tests.golden.seeded import seeded_state_dict
 
 OUT = "tracker_{preset}.npz"
 SEED = 7
-KWDS = {"dimp50": DIMP50_KWDS, "super_dimp": SUPER_DIMP_KWDS}
+KWDS = {"dimp50": DIMP50_KWDS, "super_dimp": SUPER_DIMP_KWDS, "prdimp50": PRDIMP50_KWDS}
+#: not-found thresholds that differ from the preset's parameter file, the same in both trackers
+NOT_FOUND_THRESHOLD = {"prdimp50": 0.0}
+#: the constructor of each preset's network in pytracking's ltr.models.tracking.dimpnet
+FUNCTIONS = {"dimp50": "dimpnet50", "super_dimp": "dimpnet50", "prdimp50": "klcedimpnet50"}
 #: pytracking's per-frame seeding, the same as DiMPTracker's
 FRAME_SEED = 1_000_003
 
@@ -126,7 +130,7 @@ def reference_dimp(checkout: str | Path, preset: str, seed: int) -> tuple[types.
         dimp="pytracking.tracker.dimp",
         parameters=f"pytracking.parameter.dimp.{preset}",
     )
-    net = pt.dimpnet.dimpnet50(**{**KWDS[preset], "backbone_pretrained": False})
+    net = getattr(pt.dimpnet, FUNCTIONS[preset])(**{**KWDS[preset], "backbone_pretrained": False})
     net.load_state_dict(seeded_state_dict(seed, [(k, v.shape) for k, v in net.state_dict().items()]))
     net.eval()
 
@@ -135,6 +139,9 @@ def reference_dimp(checkout: str | Path, preset: str, seed: int) -> tuple[types.
             pass
 
     params = pt.parameters.parameters()
+    # PrDiMP's scores are probabilities: on seeded random weights every peak stays below its not-found
+    # threshold (0.04) and nothing but the crop would be checked, so both trackers track with 0 instead
+    params.target_not_found_threshold = NOT_FOUND_THRESHOLD.get(preset, params.target_not_found_threshold)
     params.use_gpu = False
     params.device = "cpu"
     params.net = Given(net_path=None, use_gpu=False)
@@ -154,6 +161,7 @@ def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
         "ndims": np.array([len(s) for _, s in shapes]),
         "seed": np.array(SEED),
         "frame_seed": np.array(FRAME_SEED),
+        "target_not_found_threshold": np.array(params.target_not_found_threshold),
     }
     for clip, (frames, init_box) in clips.items():
         tracker = pt.dimp.DiMP(params)

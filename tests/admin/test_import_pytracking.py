@@ -42,6 +42,7 @@ from pytracking.tracker.dimp.network import load_network
 from pytracking.tracker.dimp.params import geometry_from_train_config
 from tests.golden.pytracking_format import (
     DIMP50_KWDS,
+    PRDIMP50_KWDS,
     SUPER_DIMP_KWDS,
     NetConstructor,
     Settings,
@@ -432,23 +433,6 @@ def test_reading_keeps_only_what_the_conversion_uses(tmp_path):
 # ----------------------------------------------------------------------------------------------------
 # PrDiMP-50 (klcedimpnet50: DiMP-50's network with PrDiMP's Newton/KL filter optimizer)
 
-#: ltr/train_settings/dimp/prdimp50.py's klcedimpnet50 arguments.
-PRDIMP50_KWDS = {
-    "filter_size": 4,
-    "backbone_pretrained": True,
-    "optim_iter": 5,
-    "clf_feat_norm": True,
-    "clf_feat_blocks": 0,
-    "final_conv": True,
-    "out_feature_dim": 512,
-    "optim_init_step": 1.0,
-    "optim_init_reg": 0.05,
-    "optim_min_reg": 0.05,
-    "gauss_sigma": 0.25 / 5.0 * 18,
-    "alpha_eps": 0.05,
-    "normalize_label": True,
-    "init_initializer": "zero",
-}
 #: PrDiMP-50's checks, optimizer and geometry on the tiny widths.
 TINY_PRDIMP = dataclasses.replace(
     PRESETS["prdimp50"],

@@ -38,6 +38,23 @@ DIMP50_KWDS: dict[str, Any] = {
     "target_mask_act": "sigmoid",
     "score_act": "relu",
 }
+#: ``klcedimpnet50``'s arguments in ``ltr/train_settings/dimp/prdimp50.py`` (PrDiMP-50).
+PRDIMP50_KWDS: dict[str, Any] = {
+    "filter_size": 4,
+    "backbone_pretrained": True,
+    "optim_iter": 5,
+    "clf_feat_norm": True,
+    "clf_feat_blocks": 0,
+    "final_conv": True,
+    "out_feature_dim": 512,
+    "optim_init_step": 1.0,
+    "optim_init_reg": 0.05,
+    "optim_min_reg": 0.05,
+    "gauss_sigma": 0.25 / 5.0 * 18,
+    "alpha_eps": 0.05,
+    "normalize_label": True,
+    "init_initializer": "zero",
+}
 SUPER_DIMP_KWDS: dict[str, Any] = {
     **DIMP50_KWDS,
     "init_gauss_sigma": 0.25 / 6.0 * 22,

@@ -1,7 +1,7 @@
 """The DiMP tracker against pytracking's own tracker (``tests/golden/tracker_*.npz``).
 
 The golden numbers come from ``scripts/pytracking_golden.py tracker``: pytracking's DiMP tracker with its
-``super_dimp`` / ``dimp50`` parameter files, run on the CPU on a network of seeded weights, over two clips
+``super_dimp`` / ``dimp50`` / ``prdimp50`` parameter files, on the CPU on a network of seeded weights, over two clips
 (``tests/golden/clips.py``). Here the same weights are written in pytracking's file format, converted with
 ``ltr.admin.import_pytracking`` and loaded as a user would (BatchNorm folded), and this toolkit's tracker runs
 the same clips with the same random draws.
@@ -33,11 +33,17 @@ from pytracking.parameter.dimp import get_parameters
 from pytracking.tracker.dimp import DiMPTracker, load_network
 from pytracking.tracker.dimp.localize import STATES
 from tests.golden.clips import photo_clip, synthetic_clip
-from tests.golden.pytracking_format import DIMP50_KWDS, SUPER_DIMP_KWDS, write_pytracking_checkpoint
+from tests.golden.pytracking_format import (
+    DIMP50_KWDS,
+    PRDIMP50_KWDS,
+    SUPER_DIMP_KWDS,
+    write_pytracking_checkpoint,
+)
 from tests.golden.seeded import seeded_state_dict
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-KWDS = {"dimp50": DIMP50_KWDS, "super_dimp": SUPER_DIMP_KWDS}
+KWDS = {"dimp50": DIMP50_KWDS, "super_dimp": SUPER_DIMP_KWDS, "prdimp50": PRDIMP50_KWDS}
+FUNCTIONS = {"dimp50": "dimpnet50", "super_dimp": "dimpnet50", "prdimp50": "klcedimpnet50"}
 REFERENCE_STATES = ("not_found", "uncertain", "hard_negative", "normal")
 
 
@@ -57,11 +63,16 @@ def tracker_for(preset: str, tmp_path_factory) -> tuple[DiMPTracker, dict[str, n
         ]
         state = seeded_state_dict(int(g["seed"]), shapes)
         folder = tmp_path_factory.mktemp(preset)
-        src = write_pytracking_checkpoint(folder / f"{preset}.pth.tar", state, KWDS[preset])
+        src = write_pytracking_checkpoint(
+            folder / f"{preset}.pth.tar", state, KWDS[preset], fun_name=FUNCTIONS[preset]
+        )
         loaded = load_network(convert(src, folder / "converted.pth.tar", preset))
         _CACHE[preset] = (loaded, g)
     loaded, g = _CACHE[preset]
-    params = dataclasses.replace(get_parameters(preset), seed=int(g["seed"]))
+    params = get_parameters(preset)
+    # the golden file records a not-found threshold where it differs from the parameter file
+    threshold = float(g.get("target_not_found_threshold", params.target_not_found_threshold))
+    params = dataclasses.replace(params, seed=int(g["seed"]), target_not_found_threshold=threshold)
     return DiMPTracker(loaded.net, loaded.geometry, params), g
 
 
@@ -82,7 +93,9 @@ SLOW = pytest.mark.slow
         ("super_dimp", "synthetic"),
         ("super_dimp", "photo"),
         ("dimp50", "photo"),
+        ("prdimp50", "photo"),
         pytest.param("dimp50", "synthetic", marks=SLOW),
+        pytest.param("prdimp50", "synthetic", marks=SLOW),
     ],
 )
 def test_single_steps_from_the_references_state(preset, name, tmp_path_factory):
@@ -135,6 +148,8 @@ def test_single_steps_from_the_references_state(preset, name, tmp_path_factory):
         pytest.param("super_dimp", "synthetic", marks=SLOW),
         pytest.param("dimp50", "synthetic", marks=SLOW),
         pytest.param("dimp50", "photo", marks=SLOW),
+        pytest.param("prdimp50", "photo", marks=SLOW),
+        pytest.param("prdimp50", "synthetic", marks=SLOW),
     ],
 )
 def test_whole_sequences_track_as_the_reference(preset, name, tmp_path_factory):
