@@ -32,7 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from ltr.models.target_classifier.filter_ops import apply_filter, apply_filter_transpose, score_map_size
-from ltr.models.target_classifier.optimizer import OptimizerResult
+from ltr.models.target_classifier.optimizer import FilterOptimizer, OptimizerResult
 
 
 def softmax_reg(x: Tensor, dim: int | tuple[int, ...] = -1, reg: float | None = None) -> Tensor:
@@ -56,7 +56,7 @@ def _log_partition(scores: Tensor, reg: float | None) -> Tensor:
     return lse if reg is None else torch.logaddexp(lse, lse.new_tensor(float(reg)))
 
 
-class SteepestDescentNewtonKL(nn.Module):
+class SteepestDescentNewtonKL(FilterOptimizer):
     """PrDiMP's filter optimizer: ``forward(filters, features, boxes) -> OptimizerResult`` (module docstring).
 
     The call interface is :class:`SteepestDescentGN`'s, so the classifier and the tracker use either.
@@ -130,50 +130,6 @@ class SteepestDescentNewtonKL(nn.Module):
             gauss = gauss / (gauss.sum(dim=(-2, -1), keepdim=True) + 1e-8)
         uniform = self.uniform_weight / (size[0] * size[1])
         return (1.0 - self.label_shrink) * ((1.0 - self.uniform_weight) * gauss + uniform)
-
-    def forward(
-        self,
-        filters: Tensor,
-        features: Tensor,
-        boxes_xywh: Tensor,
-        *,
-        sample_weight: Tensor | None = None,
-        num_iter: int | None = None,
-        compute_losses: bool = False,
-    ) -> OptimizerResult:
-        """Run ``num_iter`` steps.
-
-        Args:
-            filters: (B, C, k, k) initial filters.
-            features: (S, B, C, H, W) classification features of the S train images.
-            boxes_xywh: (S, B, 4) target boxes in those images, xywh image pixels.
-            sample_weight: optional (S, B) or (S, 1) non-negative image weights g (the tracker's sample
-                memory); default 1/S each.
-            num_iter: steps to take (default the constructor's).
-            compute_losses: also return L(w) / B (module docstring) at every iterate.
-        """
-        if features.dim() != 5 or filters.dim() != 4 or filters.shape[0] != features.shape[1]:
-            raise ValueError(
-                f"SteepestDescentNewtonKL: features (S, B, C, H, W) and filters (B, C, k, k) must agree on B, "
-                f"got {tuple(features.shape)} and {tuple(filters.shape)}"
-            )
-        if tuple(boxes_xywh.shape) != (*features.shape[:2], 4):
-            raise ValueError(
-                f"SteepestDescentNewtonKL: boxes must be ({features.shape[0]}, {features.shape[1]}, 4) xywh, "
-                f"got {tuple(boxes_xywh.shape)}"
-            )
-        num_iter = self.num_iter if num_iter is None else num_iter
-        # the step length divides sums of squares: run it in (at least) float32, also under autocast
-        dtype = torch.promote_types(features.dtype, torch.float32)
-        with torch.autocast(device_type=features.device.type, enabled=False):
-            return self._run(
-                filters.to(dtype),
-                features.to(dtype),
-                boxes_xywh.to(dtype),
-                None if sample_weight is None else sample_weight.to(dtype),
-                num_iter,
-                compute_losses,
-            )
 
     def _run(
         self,

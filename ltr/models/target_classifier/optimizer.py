@@ -74,7 +74,72 @@ class OptimizerResult(NamedTuple):
     losses: Tensor | None
 
 
-class SteepestDescentGN(nn.Module):
+class FilterOptimizer(nn.Module):
+    """The call interface both filter optimizers share (DiMP's :class:`SteepestDescentGN`, PrDiMP's
+    ``SteepestDescentNewtonKL``): ``forward`` checks the shapes and runs the subclass's ``_run`` in (at least)
+    float32 with autocast off (the step length divides sums of squares); ``num_iter`` defaults to
+    ``self.num_iter``. ``softmax_reg`` is the extra logit of the scores' softmax (None for DiMP)."""
+
+    num_iter: int
+    softmax_reg: float | None = None
+
+    def forward(
+        self,
+        filters: Tensor,
+        features: Tensor,
+        boxes_xywh: Tensor,
+        *,
+        sample_weight: Tensor | None = None,
+        num_iter: int | None = None,
+        compute_losses: bool = False,
+    ) -> OptimizerResult:
+        """Run ``num_iter`` steps.
+
+        Args:
+            filters: (B, C, k, k) initial filters.
+            features: (S, B, C, H, W) classification features of the S train images.
+            boxes_xywh: (S, B, 4) target boxes in those images, xywh image pixels.
+            sample_weight: optional (S, B) or (S, 1) non-negative image weights (the tracker's sample memory);
+                default 1/S each.
+            num_iter: steps to take (default the constructor's).
+            compute_losses: also return the objective at every iterate.
+        """
+        name = type(self).__name__
+        if features.dim() != 5 or filters.dim() != 4 or filters.shape[0] != features.shape[1]:
+            raise ValueError(
+                f"{name}: features (S, B, C, H, W) and filters (B, C, k, k) must agree on B, got "
+                f"{tuple(features.shape)} and {tuple(filters.shape)}"
+            )
+        if tuple(boxes_xywh.shape) != (*features.shape[:2], 4):
+            raise ValueError(
+                f"{name}: boxes must be ({features.shape[0]}, {features.shape[1]}, 4) xywh, "
+                f"got {tuple(boxes_xywh.shape)}"
+            )
+        num_iter = self.num_iter if num_iter is None else num_iter
+        dtype = torch.promote_types(features.dtype, torch.float32)
+        with torch.autocast(device_type=features.device.type, enabled=False):
+            return self._run(
+                filters.to(dtype),
+                features.to(dtype),
+                boxes_xywh.to(dtype),
+                None if sample_weight is None else sample_weight.to(dtype),
+                num_iter,
+                compute_losses,
+            )
+
+    def _run(
+        self,
+        filters: Tensor,
+        features: Tensor,
+        boxes_xywh: Tensor,
+        sample_weight: Tensor | None,
+        num_iter: int,
+        compute_losses: bool,
+    ) -> OptimizerResult:
+        raise NotImplementedError
+
+
+class SteepestDescentGN(FilterOptimizer):
     """The filter optimizer: ``forward(filters, features, boxes) -> OptimizerResult`` (see module docstring).
 
     Args:
@@ -86,10 +151,6 @@ class SteepestDescentGN(nn.Module):
         label_init_sigma: width of the initial label Gaussian, in feature cells.
         mask_init_factor: the 3 in 3 tanh(2 - d).
     """
-
-    #: No softmax of its own: a tracker that preprocesses scores with a softmax (``softmax_reg``) uses the plain
-    #: one, like :class:`~ltr.models.target_classifier.newton_kl.SteepestDescentNewtonKL` with ``softmax_reg=None``.
-    softmax_reg: float | None = None
 
     def __init__(
         self,
@@ -146,50 +207,6 @@ class SteepestDescentGN(nn.Module):
         mask = torch.sigmoid(self.mask_predictor(dist)).reshape(s, b, *size)
         weight = self.weight_predictor(dist).reshape(s, b, *size)
         return label, mask, weight
-
-    def forward(
-        self,
-        filters: Tensor,
-        features: Tensor,
-        boxes_xywh: Tensor,
-        *,
-        sample_weight: Tensor | None = None,
-        num_iter: int | None = None,
-        compute_losses: bool = False,
-    ) -> OptimizerResult:
-        """Run ``num_iter`` steepest-descent steps.
-
-        Args:
-            filters: (B, C, k, k) initial filters.
-            features: (S, B, C, H, W) classification features of the S train images.
-            boxes_xywh: (S, B, 4) target boxes in those images, xywh image pixels.
-            sample_weight: optional (S, B) or (S, 1) non-negative image weights (the tracker's sample memory);
-                default 1/S each.
-            num_iter: steps to take (default the constructor's).
-            compute_losses: also return the objective at every iterate.
-        """
-        if features.dim() != 5 or filters.dim() != 4 or filters.shape[0] != features.shape[1]:
-            raise ValueError(
-                f"SteepestDescentGN: features (S, B, C, H, W) and filters (B, C, k, k) must agree on B, got "
-                f"{tuple(features.shape)} and {tuple(filters.shape)}"
-            )
-        if tuple(boxes_xywh.shape) != (*features.shape[:2], 4):
-            raise ValueError(
-                f"SteepestDescentGN: boxes must be ({features.shape[0]}, {features.shape[1]}, 4) xywh, "
-                f"got {tuple(boxes_xywh.shape)}"
-            )
-        num_iter = self.num_iter if num_iter is None else num_iter
-        # the line search divides sums of squares: run it in (at least) float32, also under autocast
-        dtype = torch.promote_types(features.dtype, torch.float32)
-        with torch.autocast(device_type=features.device.type, enabled=False):
-            return self._run(
-                filters.to(dtype),
-                features.to(dtype),
-                boxes_xywh.to(dtype),
-                None if sample_weight is None else sample_weight.to(dtype),
-                num_iter,
-                compute_losses,
-            )
 
     def _run(
         self,
