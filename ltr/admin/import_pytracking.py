@@ -344,10 +344,14 @@ KLCEDIMPNET50_FREE = frozenset(
     }
 )
 
-PRESETS: dict[str, Preset] = {
-    "dimp50": Preset(
-        name="dimp50",
-        file_names=("dimp50.pth", "dimp50.pth.tar"),
+
+def _dimpnet50_preset(
+    name: str, file_names: tuple[str, ...], *, label_init_sigma: float, data: dict[str, Any]
+) -> Preset:
+    """A ``dimpnet50`` model (DiMP-50, SuperDiMP): the same structure and tensors, its own geometry."""
+    return Preset(
+        name=name,
+        file_names=file_names,
         fun_module="ltr.models.tracking.dimpnet",
         fun_names=("dimpnet50",),
         structure=DIMPNET50_STRUCTURE,
@@ -355,8 +359,17 @@ PRESETS: dict[str, Preset] = {
         free=DIMPNET50_FREE,
         key_map=DIMPNET_KEY_MAP,
         dropped=DIMPNET_DROPPED,
+        net={**DIMP50_NET, "label_init_sigma": label_init_sigma},
+        data=data,
+    )
+
+
+PRESETS: dict[str, Preset] = {
+    "dimp50": _dimpnet50_preset(
+        "dimp50",
+        ("dimp50.pth", "dimp50.pth.tar"),
         # label sigma: output sigma factor 1/4 / search area factor 5 x feature size 18 cells
-        net={**DIMP50_NET, "label_init_sigma": 18 * 0.25 / 5.0},
+        label_init_sigma=18 * 0.25 / 5.0,
         # 18 x 16 pixel crops of 5 x the target's size, borders replicated (no shrinking, so no limit on it)
         data={
             "crop_size": 288,
@@ -365,17 +378,10 @@ PRESETS: dict[str, Preset] = {
             "max_scale_change": math.inf,
         },
     ),
-    "super_dimp": Preset(
-        name="super_dimp",
-        file_names=("super_dimp.pth.tar", "super_dimp.pth"),
-        fun_module="ltr.models.tracking.dimpnet",
-        fun_names=("dimpnet50",),
-        structure=DIMPNET50_STRUCTURE,
-        defaults=DIMPNET50_DEFAULTS,
-        free=DIMPNET50_FREE,
-        key_map=DIMPNET_KEY_MAP,
-        dropped=DIMPNET_DROPPED,
-        net={**DIMP50_NET, "label_init_sigma": 22 * 0.25 / 6.0},
+    "super_dimp": _dimpnet50_preset(
+        "super_dimp",
+        ("super_dimp.pth.tar", "super_dimp.pth"),
+        label_init_sigma=22 * 0.25 / 6.0,
         data={
             "crop_size": 352,
             "search_area_factor": 6.0,
