@@ -76,8 +76,15 @@ def tracker_for(preset: str, tmp_path_factory) -> tuple[DiMPTracker, dict[str, n
     return DiMPTracker(loaded.net, loaded.geometry, params), g
 
 
-def clip(name: str, num_frames: int):
-    return (synthetic_clip if name == "synthetic" else photo_clip)(num_frames)
+def started(preset: str, name: str, tmp_path_factory) -> tuple[DiMPTracker, dict[str, np.ndarray], str, list]:
+    """A tracker of ``preset`` initialised on clip ``name``'s first frame, the golden arrays, their key
+    prefix and the clip's frames."""
+    tracker, g = tracker_for(preset, tmp_path_factory)
+    p = f"{name}/"
+    make = synthetic_clip if name == "synthetic" else photo_clip
+    frames, init = make(g[p + "box"].shape[0] + 1)
+    tracker.initialize(frames[0], init)
+    return tracker, g, p, frames
 
 
 def _state(tracker: DiMPTracker) -> int:
@@ -99,12 +106,7 @@ SLOW = pytest.mark.slow
     ],
 )
 def test_single_steps_from_the_references_state(preset, name, tmp_path_factory):
-    if not (GOLDEN / f"tracker_{preset}.npz").exists():
-        pytest.skip(f"no golden file for {preset}")
-    tracker, g = tracker_for(preset, tmp_path_factory)
-    p = f"{name}/"
-    frames, init = clip(name, g[p + "box"].shape[0] + 1)
-    tracker.initialize(frames[0], init)
+    tracker, g, p, frames = started(preset, name, tmp_path_factory)
     _, boxes, weights = tracker.memory.filled()
     np.testing.assert_allclose(boxes.numpy(), g[p + "init_boxes"], rtol=0, atol=1e-4)
     for ours, key in zip(tracker.modulation, ("modulation2", "modulation3")):
@@ -153,12 +155,7 @@ def test_single_steps_from_the_references_state(preset, name, tmp_path_factory):
     ],
 )
 def test_whole_sequences_track_as_the_reference(preset, name, tmp_path_factory):
-    if not (GOLDEN / f"tracker_{preset}.npz").exists():
-        pytest.skip(f"no golden file for {preset}")
-    tracker, g = tracker_for(preset, tmp_path_factory)
-    p = f"{name}/"
-    frames, init = clip(name, g[p + "box"].shape[0] + 1)
-    tracker.initialize(frames[0], init)
+    tracker, g, p, frames = started(preset, name, tmp_path_factory)
     for i, frame in enumerate(frames[1:]):
         box = tracker.track(frame)
         where = f"{preset} {name} frame {i + 1}"
