@@ -62,7 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument(
-        "--models-per-chunk", type=int, default=None, help="members per forward pass (speed/memory only)"
+        "--models-per-chunk",
+        type=int,
+        default=None,
+        help="members per forward pass (default all; fewer need less memory but draw other samples)",
     )
     p.add_argument(
         "--fast", action="store_true", help="demo size: 3 runs, 10 epochs, ML-IS/KLD-IS/NCE/NCE+, 2 jobs"
