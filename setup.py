@@ -51,6 +51,7 @@ setup(
             "ltr-study=ltr.cli.study:main",
             "ltr-checkpoint=ltr.admin.checkpoint:main",
             "ltr-visdom=ltr.admin.visdom_server:main",
+            "ltr-import-pytracking=ltr.admin.import_pytracking:main",
             "pytracking-run=pytracking.run_tracker:main",
             "pytracking-video=pytracking.run_video:main",
             "ebm-eval=eval.eval_cli:main",
