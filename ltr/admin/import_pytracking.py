@@ -731,6 +731,8 @@ def convert(src: str | Path, dst: str | Path, preset: str | Preset | None = None
     Returns ``dst``. Raises :class:`PytrackingFormatError` (see the module docstring).
     """
     src = Path(src)
+    if not src.is_file():
+        raise PytrackingFormatError(f"{src}: no such file")
     if preset is None:
         preset = preset_for_file(src)
     elif isinstance(preset, str):

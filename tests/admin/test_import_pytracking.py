@@ -532,3 +532,10 @@ def test_prdimp50_refusals(tmp_path):
     kwds = {k: v for k, v in PRDIMP50_KWDS.items() if k != "alpha_eps"}
     src = _write(tmp_path, state=stub, fun_name="klcedimpnet50", kwds=kwds, records=False)
     assert "alpha_eps=0.0 (pytracking's default)" in _refused(src, TINY_PRDIMP)
+
+
+def test_a_missing_file_is_named_before_anything_else(tmp_path, capsys):
+    assert main([str(tmp_path / "super_dimp.pth.tar"), str(tmp_path / "out.ckpt")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'super_dimp.pth.tar'}: no such file"
+    assert main([str(tmp_path / "nameless"), str(tmp_path / "out.ckpt")]) == 2
+    assert "no such file" in capsys.readouterr().err
