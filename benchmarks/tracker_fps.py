@@ -148,9 +148,8 @@ def pytracking_tracker(checkout: Path, geometry: str, seed: int, state: dict) ->
     params = pt.parameters.parameters()
     params.use_gpu = False
     params.device = "cpu"
-    params.target_not_found_threshold = OPEN["target_not_found_threshold"]
-    params.distractor_threshold = OPEN["distractor_threshold"]
-    params.hard_negative_threshold = OPEN["hard_negative_threshold"]
+    for key, value in OPEN.items():  # pytracking's names for these three are ours
+        setattr(params, key, value)
     params.net = Given(net_path=None, use_gpu=False)
     params.net.net = net
     tracker = pt.dimp.DiMP(params)
@@ -162,9 +161,7 @@ def pytracking_tracker(checkout: Path, geometry: str, seed: int, state: dict) ->
     def track(frame: np.ndarray) -> tuple[np.ndarray, str]:
         torch.manual_seed(seed + FRAME_SEED * (tracker.frame_num + 1))
         box = tracker.track(frame)["target_bbox"]
-        return np.asarray(box, dtype=np.float64), tracker.debug_info[
-            "flag"
-        ] or "normal"  # no flag: simple localisation
+        return np.asarray(box, dtype=np.float64), str(tracker.debug_info["flag"])
 
     return Timed("pytracking", initialize, track)
 
