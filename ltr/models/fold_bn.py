@@ -1,9 +1,8 @@
 """Fold eval-mode BatchNorm2d layers into the convolutions before them, for inference.
 
 In eval mode ``bn(conv(x))`` is one affine map per output channel, so the pair is one convolution with scaled
-weights and a shifted bias. On a CPU the separate BatchNorm pass is memory-bound: about 14% of the ResNet-50
-backbone's time at the SuperDiMP geometry (``benchmarks/tracker_fps.py`` measures the tracker with and without
-folding). Folding changes results only by rounding (about 1e-6 relative in float32).
+weights and a shifted bias, which saves the separate, memory-bound BatchNorm pass on a CPU. Folding changes
+results only by rounding (about 1e-6 relative in float32).
 
 Only pairs whose order of application is known are folded, never guessed from attribute order:
 consecutive ``(Conv2d, BatchNorm2d)`` children of an ``nn.Sequential``; ``(conv1, bn1)`` ... ``(conv3, bn3)``

@@ -187,8 +187,7 @@ def test_reinitialising_repeats_the_run():
 
 
 def test_random_network_takes_network_fields_and_tracks_with_a_narrower_box_head():
-    """``random_network(net_fields=...)`` (``benchmarks/tracker_fps.py --box-channels``) changes the box
-    head's width and nothing else, never asks for pretrained weights, and the tracker runs with it."""
+    """``random_network(net_fields=...)`` changes the box head's width and nothing else, never asks for pretrained weights, and the tracker runs with it."""
     narrow = {"box_mod_channels": (16, 16), "box_linear_channels": (8, 8), "pretrained": True}
     loaded = random_network("nce_plus_tiny", crop_size=64, net_fields=narrow)
     head = loaded.net.box_head
