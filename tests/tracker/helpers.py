@@ -50,17 +50,3 @@ def tiny_tracker(**params) -> DiMPTracker:
 def random_frame(rng: np.random.Generator, height: int, width: int, channels: int | None = 3) -> np.ndarray:
     shape = (height, width) if channels is None else (height, width, channels)
     return rng.integers(0, 256, shape, dtype=np.uint8)
-
-
-def whole_map_products(monkeypatch) -> None:
-    """Make the tracker's box scorers pool with PyTorch products over the whole maps, as the graphed path
-    does: on a CPU the eager path otherwise pools with the C++ kernel or restricts the products to the cells
-    the boxes read (sums that differ from the whole maps' by rounding)."""
-    from pytracking.tracker.dimp import tracker as tracker_module
-
-    original = tracker_module.BoxScorer
-    monkeypatch.setattr(
-        tracker_module,
-        "BoxScorer",
-        lambda *a, **k: original(*a, **{**k, "restrict_cells": False, "kernel": False}),
-    )
