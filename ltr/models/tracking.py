@@ -254,13 +254,16 @@ def build_filter_optimizer(
     config: NetConfig, feature_stride: int
 ) -> SteepestDescentGN | SteepestDescentNewtonKL:
     """The filter optimizer that ``config.filter_optimizer`` names, with its fields of ``config``."""
+    common = {
+        "num_iter": config.num_optim_iter,
+        "feature_stride": feature_stride,
+        "init_step_length": config.optim_init_step,
+        "init_filter_reg": config.optim_init_reg,
+        "min_filter_reg": config.optim_min_reg,
+    }
     if config.filter_optimizer == "newton_kl":
         return SteepestDescentNewtonKL(
-            num_iter=config.num_optim_iter,
-            feature_stride=feature_stride,
-            init_step_length=config.optim_init_step,
-            init_filter_reg=config.optim_init_reg,
-            min_filter_reg=config.optim_min_reg,
+            **common,
             label_sigma=config.kl_label_sigma,
             alpha_eps=config.kl_alpha_eps,
             normalize_label=config.kl_normalize_label,
@@ -274,11 +277,7 @@ def build_filter_optimizer(
             f"NetConfig.filter_optimizer must be 'steepest_descent_gn' or 'newton_kl', got {config.filter_optimizer!r}"
         )
     return SteepestDescentGN(
-        num_iter=config.num_optim_iter,
-        feature_stride=feature_stride,
-        init_step_length=config.optim_init_step,
-        init_filter_reg=config.optim_init_reg,
-        min_filter_reg=config.optim_min_reg,
+        **common,
         num_bins=config.num_dist_bins,
         bin_displacement=config.bin_displacement,
         label_init_sigma=config.label_init_sigma,

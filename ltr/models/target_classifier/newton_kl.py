@@ -92,12 +92,15 @@ class SteepestDescentNewtonKL(FilterOptimizer):
         uniform_weight: float = 0.0,
         softmax_reg: float | None = None,
     ) -> None:
-        super().__init__()
         if label_sigma < 0:
             raise ValueError(f"label_sigma must be >= 0, got {label_sigma}")
-        self.num_iter = num_iter
-        self.feature_stride = feature_stride
-        self.min_filter_reg = min_filter_reg
+        super().__init__(
+            num_iter=num_iter,
+            feature_stride=feature_stride,
+            init_step_length=init_step_length,
+            init_filter_reg=init_filter_reg,
+            min_filter_reg=min_filter_reg,
+        )
         self.label_sigma = label_sigma
         self.alpha_eps = alpha_eps
         self.normalize_label = normalize_label
@@ -105,8 +108,6 @@ class SteepestDescentNewtonKL(FilterOptimizer):
         self.label_shrink = label_shrink
         self.uniform_weight = uniform_weight
         self.softmax_reg = softmax_reg
-        self.log_step_length = nn.Parameter(torch.full((1,), math.log(init_step_length)))
-        self.filter_reg = nn.Parameter(torch.full((1,), float(init_filter_reg)))
 
     def label_density(self, boxes_xywh: Tensor, size: tuple[int, int], filter_size: int) -> Tensor:
         """Label density y (S, B, H', W') of (S, B, 4) xywh image-pixel target boxes on an (H', W') score map."""

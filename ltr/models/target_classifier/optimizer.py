@@ -78,10 +78,29 @@ class FilterOptimizer(nn.Module):
     """The call interface both filter optimizers share (DiMP's :class:`SteepestDescentGN`, PrDiMP's
     ``SteepestDescentNewtonKL``): ``forward`` checks the shapes and runs the subclass's ``_run`` in (at least)
     float32 with autocast off (the step length divides sums of squares); ``num_iter`` defaults to
-    ``self.num_iter``. ``softmax_reg`` is the extra logit of the scores' softmax (None for DiMP)."""
+    ``self.num_iter``. ``softmax_reg`` is the extra logit of the scores' softmax (None for DiMP).
 
-    num_iter: int
+    Both learn a log step length and a filter regulariser (the sqrt of lambda, clamped below by
+    ``min_filter_reg``), created here from their initial values.
+    """
+
     softmax_reg: float | None = None
+
+    def __init__(
+        self,
+        *,
+        num_iter: int,
+        feature_stride: int,
+        init_step_length: float,
+        init_filter_reg: float,
+        min_filter_reg: float,
+    ) -> None:
+        super().__init__()
+        self.num_iter = num_iter
+        self.feature_stride = feature_stride
+        self.min_filter_reg = min_filter_reg
+        self.log_step_length = nn.Parameter(torch.full((1,), math.log(init_step_length)))
+        self.filter_reg = nn.Parameter(torch.full((1,), float(init_filter_reg)))
 
     def forward(
         self,
@@ -165,16 +184,17 @@ class SteepestDescentGN(FilterOptimizer):
         label_init_sigma: float = 1.0,
         mask_init_factor: float = 3.0,
     ) -> None:
-        super().__init__()
         if num_bins < 2:
             raise ValueError(f"num_bins must be at least 2, got {num_bins}")
-        self.num_iter = num_iter
-        self.feature_stride = feature_stride
-        self.min_filter_reg = min_filter_reg
+        super().__init__(
+            num_iter=num_iter,
+            feature_stride=feature_stride,
+            init_step_length=init_step_length,
+            init_filter_reg=init_filter_reg,
+            min_filter_reg=min_filter_reg,
+        )
         self.num_bins = num_bins
         self.bin_displacement = bin_displacement
-        self.log_step_length = nn.Parameter(torch.full((1,), math.log(init_step_length)))
-        self.filter_reg = nn.Parameter(torch.full((1,), float(init_filter_reg)))
         self.label_predictor = nn.Conv2d(num_bins, 1, kernel_size=1, bias=False)
         self.mask_predictor = nn.Conv2d(num_bins, 1, kernel_size=1, bias=False)
         self.weight_predictor = nn.Conv2d(num_bins, 1, kernel_size=1, bias=False)
