@@ -14,6 +14,7 @@ from ltr.trainers.interrupt import TrainingInterrupted
 from ltr.trainers.optim import build_adam, build_step_lr, group_lrs, resolve_param_groups
 from ltr.trainers.rng import capture_rng_state, restore_rng_state, seed_everything
 from ltr.trainers.setup import TrainerConfig, build_trainer, finish, prepare
+from ltr.trainers.steps import StepLoader
 from ltr.trainers.trainer import Hook, Trainer, move_to_device, resolve_device
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "LRScheduleHook",
     "ProgressHook",
     "StatsFileHook",
+    "StepLoader",
     "SummaryHook",
     "Trainer",
     "TrainerConfig",

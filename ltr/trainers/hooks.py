@@ -27,12 +27,20 @@ _NOT_CURVES = frozenset({"epoch", "phase", "samples", "steps"})
 
 
 class LRScheduleHook(Hook):
-    """Step ``trainer.scheduler`` once at the end of every epoch."""
+    """Step ``trainer.scheduler`` once at the end of every epoch, or after every optimiser step with
+    ``per_step`` (schedules given in iterations, e.g. warm-up + cosine or a StepLR counted in steps)."""
 
     priority = 10
 
+    def __init__(self, per_step: bool = False) -> None:
+        self.per_step = per_step
+
+    def after_step(self, trainer: Trainer) -> None:
+        if self.per_step and trainer.scheduler is not None:
+            trainer.scheduler.step()
+
     def after_epoch(self, trainer: Trainer) -> None:
-        if trainer.scheduler is not None:
+        if not self.per_step and trainer.scheduler is not None:
             trainer.scheduler.step()
 
 
