@@ -2,8 +2,9 @@
 
 For each method, in the same process and with one intra-op thread:
 
-- baseline: ``ltr.regression_1d.single`` -- one ``Toy1DNet`` (nn.Module), a shuffled DataLoader with
-  batches of 32, the ltr.ebm loss per batch, Adam; the way the reference trains its 20 models one by one.
+- baseline: ``ltr.regression_1d.single`` -- one ``Toy1DNet`` (nn.Module) on the generic trainer, a shuffled
+  DataLoader with batches of 32, the ltr.ebm loss per batch, Adam; the way the reference trains its 20 models
+  one by one.
 - ensemble: ``ltr.regression_1d.ensemble.train_ensemble`` -- R models with stacked weights trained at
   once by batched matrix products.
 
@@ -21,7 +22,7 @@ import time
 import torch
 
 from ltr.regression_1d.ensemble import train_ensemble
-from ltr.regression_1d.single import train_single
+from ltr.regression_1d.single import build_trainer
 from ltr.train_settings.regression_1d import SETTINGS
 
 DEFAULT_METHODS = ("ml_is", "kld_is", "nce", "nce_plus", "dsm", "sm", "ml_mcmc_1", "ml_mcmc_16")
@@ -37,9 +38,9 @@ def _timed(fn) -> tuple[float, float]:
 def measure(setting: str, *, epochs: int, runs: int, dataset: int = 1) -> dict[str, float]:
     """CPU and wall seconds per epoch per model of both trainers for one setting."""
     config = SETTINGS[setting]().replace(dataset=dataset, epochs=epochs)
-    train_single(config.replace(epochs=1))  # warm-up (allocator)
+    build_trainer(config.replace(epochs=1), verbose=False).train()  # warm-up (allocator)
     train_ensemble(config.replace(epochs=1), 2)
-    base_cpu, base_wall = _timed(lambda: train_single(config))
+    base_cpu, base_wall = _timed(lambda: build_trainer(config, verbose=False).train())
     ens_cpu, ens_wall = _timed(lambda: train_ensemble(config, runs))
     n_base, n_ens = epochs, epochs * runs
     return {

@@ -1,156 +1,89 @@
-"""The straightforward way to train one 1D-regression model (as the reference does), used by run_training.
+"""One 1D-regression model on the generic trainer, used by run_training and ``benchmarks/ebm_1d.py``.
 
-One ``Toy1DNet`` (``nn.Module``), a shuffled ``DataLoader`` with batches of 32, the method's loss from
-:mod:`ltr.ebm` on each batch, Adam. It is also the baseline of ``benchmarks/ebm_1d.py``.
+One ``Toy1DNet``, a shuffled ``DataLoader`` of ``batch_size`` (x, y) pairs, Adam, the method's loss from
+:mod:`ltr.ebm` through :class:`ltr.actors.regression_1d.Regression1DActor`, all run by
+:class:`ltr.trainers.Trainer` with its standard hooks (epoch summary, stats files, checkpoints, visdom).
 
 Seeds: initial weights ``generator(seed, 0, "init")`` (the same as run 0 of an ensemble with this seed),
 shuffling ``generator(seed, 0, "shuffle")`` (through the DataLoader), samples ``generator(seed, "single")``.
+Both streams are checkpointed with the weights, so ``--resume`` continues exactly.
 
-Run folder ``<workspace>/regression_1d/<setting>/dataset<d>_seed<s>/``: config.json, checkpoint.pth (after
-every epoch; ``--resume`` continues from it), results.json (D_KL and timings), density.png.
+Run folder ``<workspace>/regression_1d/<setting>/dataset<d>_seed<s>/``: config.json, ``epNNNN.pth.tar`` (the
+trainer's checkpoint after every epoch), stats.csv / stats.json, results.json (D_KL and timings), density.png.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from ltr.actors.regression_1d import Regression1DActor
+from ltr.admin.checkpoint import latest_checkpoint, load_checkpoint
 from ltr.admin.config import ConfigError, from_dict, save_json, to_dict
 from ltr.admin.device import resolve_device
-from ltr.admin.io import atomic_write
 from ltr.admin.stats import DEFAULT_VISDOM_PORT
 from ltr.models.toy1d import Toy1DNet
 from ltr.regression_1d.config import Regression1DConfig
 from ltr.regression_1d.data import generate, generator
 from ltr.regression_1d.evaluate import evaluate_model
-
-CHECKPOINT_VERSION = 1
-
-
-@dataclass
-class SingleState:
-    """Everything needed to continue training: model, optimizer, RNG streams, finished epochs, losses."""
-
-    model: Toy1DNet
-    optimizer: torch.optim.Optimizer
-    shuffle_gen: torch.Generator
-    sample_gen: torch.Generator
-    epoch: int = 0
-    losses: list[float] = field(default_factory=list)
-    seconds: float = 0.0
+from ltr.trainers import Trainer, standard_hooks
 
 
-def init_state(config: Regression1DConfig, device: torch.device) -> SingleState:
-    model = Toy1DNet(generator=generator(config.seed, 0, "init")).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=config.lr)
-    return SingleState(model, opt, generator(config.seed, 0, "shuffle"), generator(config.seed, "single"))
-
-
-def make_loader(config: Regression1DConfig, shuffle_gen: torch.Generator) -> DataLoader:
-    """The training set as a shuffled DataLoader of (x (B, 1), y (B, 1)) batches."""
-    x, y = generate(config.dataset, num=config.num_train, data_seed=config.data_seed)
-    return DataLoader(TensorDataset(x, y), batch_size=config.batch_size, shuffle=True, generator=shuffle_gen)
-
-
-def train_epoch(state: SingleState, loader: DataLoader, method, device: torch.device) -> float:
-    """One epoch of the straightforward loop; returns the mean training loss."""
-    model, opt = state.model, state.optimizer
-    total, count = 0.0, 0
-    for xb, yb in loader:
-        xb, yb = xb.to(device), yb.to(device)
-        hx = model.x_features(xb)
-        result = method(lambda c, hx=hx: model.score_from_features(hx, c), yb, generator=state.sample_gen)
-        opt.zero_grad()
-        result.loss.backward()
-        opt.step()
-        total += float(result.loss.detach()) * xb.shape[0]
-        count += xb.shape[0]
-    return total / count
-
-
-def train_single(
+def build_trainer(
     config: Regression1DConfig,
     *,
     device: str | torch.device = "cpu",
-    state: SingleState | None = None,
-    on_epoch: Callable[[SingleState], None] | None = None,
-    progress: bool = False,
-    max_epochs: int | None = None,
-) -> SingleState:
-    """Train (or continue ``state``) until ``config.epochs`` epochs (or ``max_epochs`` more) are done."""
-    device = torch.device(device)
-    state = state or init_state(config, device)
-    loader = make_loader(config, state.shuffle_gen)
-    method = config.build_method()
-    last = config.epochs if max_epochs is None else min(config.epochs, state.epoch + max_epochs)
-    epochs = range(state.epoch, last)
-    if progress:
-        from tqdm import tqdm
-
-        epochs = tqdm(
-            epochs, desc=f"{config.method} d{config.dataset}", initial=state.epoch, total=config.epochs
-        )
-    for _ in epochs:
-        t0 = time.perf_counter()
-        loss = train_epoch(state, loader, method, device)
-        state.seconds += time.perf_counter() - t0
-        state.epoch += 1
-        state.losses.append(loss)
-        if progress:
-            epochs.set_postfix(loss=f"{loss:.3f}")
-        if on_epoch is not None:
-            on_epoch(state)
-    return state
-
-
-def save_checkpoint(state: SingleState, config: Regression1DConfig, path: Path) -> None:
-    """Tensors, plain data and a version only (loadable with ``weights_only=True``); written atomically."""
-    payload = {
-        "version": CHECKPOINT_VERSION,
-        "config": to_dict(config),
-        "epoch": state.epoch,
-        "losses": state.losses,
-        "seconds": state.seconds,
-        "model": state.model.state_dict(),
-        "optimizer": state.optimizer.state_dict(),
-        "shuffle_gen": state.shuffle_gen.get_state(),
-        "sample_gen": state.sample_gen.get_state(),
-    }
-    buf = io.BytesIO()
-    torch.save(payload, buf)
-    atomic_write(path, lambda f: f.write(buf.getvalue()))
-
-
-def load_checkpoint(path: Path, config: Regression1DConfig, device: torch.device) -> SingleState:
-    """Rebuild the training state from :func:`save_checkpoint` output; the config must match."""
-    payload = torch.load(path, map_location="cpu", weights_only=True)
-    if payload.get("version") != CHECKPOINT_VERSION:
-        raise ConfigError(
-            f"{path}: checkpoint version {payload.get('version')}, expected {CHECKPOINT_VERSION}"
-        )
-    saved = from_dict(Regression1DConfig, payload["config"])
-    if to_dict(saved.replace(epochs=config.epochs)) != to_dict(config):
-        raise ConfigError(
-            f"{path}: the checkpoint was trained with a different config; start a new run instead"
-        )
-    state = init_state(config, device)
-    state.model.load_state_dict(payload["model"])
-    state.optimizer.load_state_dict(payload["optimizer"])
-    state.shuffle_gen.set_state(payload["shuffle_gen"])
-    state.sample_gen.set_state(payload["sample_gen"])
-    state.epoch, state.losses, state.seconds = payload["epoch"], list(payload["losses"]), payload["seconds"]
-    return state
+    run_dir: Path | None = None,
+    setting: str = "",
+    visdom: bool = False,
+    visdom_port: int = DEFAULT_VISDOM_PORT,
+    verbose: bool = True,
+) -> Trainer:
+    """The trainer of one model of ``config`` (nothing is written when ``run_dir`` is None); with ``visdom``
+    every epoch's curves go to the visdom server at 127.0.0.1:``visdom_port``, env named after ``setting``."""
+    net = Toy1DNet(generator=generator(config.seed, 0, "init"))
+    shuffle, sample = generator(config.seed, 0, "shuffle"), generator(config.seed, "single")
+    x, y = generate(config.dataset, num=config.num_train, data_seed=config.data_seed)
+    loader = DataLoader(TensorDataset(x, y), batch_size=config.batch_size, shuffle=True, generator=shuffle)
+    return Trainer(
+        actor=Regression1DActor(net, config.build_method(), sample),
+        net=net,
+        optimizer=torch.optim.Adam(net.parameters(), lr=config.lr),
+        train_loader=loader,
+        epochs=config.epochs,
+        hooks=standard_hooks(progress=False, visdom=visdom, visdom_port=visdom_port),
+        device=device,
+        setting=setting,
+        config=to_dict(config),
+        run_dir=run_dir,
+        seed=config.seed,
+        generators={"shuffle": shuffle, "sample": sample},
+        verbose=verbose,
+    )
 
 
 def run_dir(workspace: Path, setting: str, config: Regression1DConfig) -> Path:
     return Path(workspace) / setting / f"dataset{config.dataset}_seed{config.seed}"
+
+
+def check_resumable(folder: Path, config: Regression1DConfig) -> None:
+    """Refuse to resume a run of another config (only ``epochs`` may change): the run folder is named by
+    dataset and seed alone, so a changed hyperparameter would otherwise be mixed into the old run."""
+    path = latest_checkpoint(folder)
+    if path is None:
+        return
+    saved = to_dict(from_dict(Regression1DConfig, load_checkpoint(path)["config"]))
+    current = to_dict(config)
+    differing = sorted(k for k in current if k != "epochs" and saved.get(k) != current[k])
+    if differing:
+        raise ConfigError(
+            f"{path}: the checkpoint was trained with a different config ({', '.join(differing)}); "
+            "start a new run instead"
+        )
 
 
 def run_single(
@@ -161,8 +94,8 @@ def run_single(
     resume: bool = False,
     device: str = "auto",
     visdom: bool = False,
-) -> dict:
-    """run_training's entry: train, evaluate D_KL, write the run folder; returns the results dict."""
+) -> dict[str, Any]:
+    """run_training's entry: train (or resume), evaluate D_KL, write the run folder; returns results.json."""
     from ltr.regression_1d.report import save_density_figure
 
     dev = resolve_device(device)
@@ -170,33 +103,21 @@ def run_single(
         # Intra-op threads only add synchronisation to ops this small (and stall badly on a busy machine).
         torch.set_num_threads(1)
     out = run_dir(workspace, setting, config)
-    ckpt = out / "checkpoint.pth"
-    if resume and ckpt.is_file():
-        state = load_checkpoint(ckpt, config, dev)
-        print(f"resuming {ckpt} at epoch {state.epoch}")
-    else:
-        if (out / "results.json").is_file() and not resume:
-            print(f"note: overwriting the finished run in {out}")
-        state = None
-    save_json(to_dict(config), out / "config.json")
-    plot = _visdom_plotter(setting) if visdom else None
-
-    def on_epoch(s: SingleState) -> None:
-        save_checkpoint(s, config, ckpt)
-        if plot is not None:
-            plot(s.epoch, s.losses[-1])
-
-    state = train_single(config, device=dev, state=state, on_epoch=on_epoch, progress=True)
-    dkl, log_density = evaluate_model(state.model, config.dataset, config.eval_grid)
+    if resume:
+        check_resumable(out, config)
+    trainer = build_trainer(config, device=dev, run_dir=out, setting=setting, visdom=visdom)
+    trainer.train(resume=resume)
+    train = [r for r in trainer.history if r["phase"] == "train"]
+    dkl, log_density = evaluate_model(trainer.net, config.dataset, config.eval_grid)
     results = {
         "setting": setting,
         "method": config.method,
         "dataset": config.dataset,
         "seed": config.seed,
-        "epochs": state.epoch,
+        "epochs": trainer.epoch,
         "dkl": dkl,
-        "sec_per_epoch": state.seconds / max(1, state.epoch),
-        "final_loss": state.losses[-1] if state.losses else None,
+        "sec_per_epoch": sum(r["time_s"] for r in train) / max(1, len(train)),
+        "final_loss": train[-1]["loss"] if train else None,
         "device": str(dev),
         "config": to_dict(config),
     }
@@ -209,17 +130,3 @@ def run_single(
     )
     print(f"D_KL = {dkl:.4f}  ({out / 'results.json'})")
     return results
-
-
-def _visdom_plotter(setting: str, port: int = DEFAULT_VISDOM_PORT) -> Callable[[int, float], None]:
-    """``plot(epoch, loss)``: each epoch's training loss on the visdom server at 127.0.0.1:``port`` (``make
-    visdom``), in the env named after ``setting``, through the DiMP trainer's plotter: with no server it
-    raises :class:`ltr.admin.stats.VisdomUnavailable`, whose message gives the command that starts one."""
-    from ltr.admin.stats import VisdomPlotter
-
-    plotter = VisdomPlotter(env=setting.replace("/", "_"), port=port)
-
-    def plot(epoch: int, loss: float) -> None:
-        plotter.plot("loss", "train", epoch, loss)
-
-    return plot

@@ -1,9 +1,10 @@
 """The paper's 1D regression study (appendix B): one setting per training method.
 
 ``python ltr/run_training.py regression_1d <setting> [dataset=1|2] [epochs=75] [seed=0] [key=value ...]``
-trains one model with the straightforward loop (:mod:`ltr.regression_1d.single`), prints its D_KL and writes
-``<workspace>/regression_1d/<setting>/dataset<d>_seed<s>/`` (config.json, checkpoint.pth, results.json,
-density.png). The many-run study is ``python ltr/run_study.py regression_1d ...`` (:mod:`ltr.cli.study`).
+trains one model on the generic trainer (:mod:`ltr.regression_1d.single`), prints its D_KL and writes
+``<workspace>/regression_1d/<setting>/dataset<d>_seed<s>/`` (config.json, ``epNNNN.pth.tar`` checkpoints,
+stats files, results.json, density.png). The many-run study is ``python ltr/run_study.py regression_1d ...``
+(:mod:`ltr.cli.study`).
 """
 
 from __future__ import annotations

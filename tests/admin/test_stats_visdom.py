@@ -80,17 +80,22 @@ def test_trainer_curves_arrive_on_a_real_visdom_server(visdom_server, tmp_path):
 
 
 def test_the_1d_study_posts_its_loss_curve_to_a_real_visdom_server(visdom_server):
-    """``run_training.py regression_1d <setting> --visdom``'s plotter: one point per epoch in the setting's
-    env, and the trainer's clear error when no server answers."""
-    from ltr.regression_1d.single import _visdom_plotter
+    """``run_training.py regression_1d <setting> --visdom``: the trainer's VisdomHook posts one point per
+    epoch in the setting's env, and with no server the run stops with the start command."""
+    from ltr.regression_1d.single import build_trainer
+    from ltr.train_settings.regression_1d import SETTINGS
 
-    plot = _visdom_plotter("regression_1d/nce_plus", port=visdom_server)
-    plot(1, 0.5)
-    plot(2, 0.25)
+    config = SETTINGS["nce_plus"]().replace(epochs=2, num_train=64, num_samples=16)
+    setting = "regression_1d/nce_plus"
+    trainer = build_trainer(config, setting=setting, visdom=True, visdom_port=visdom_server, verbose=False)
+    history = trainer.train()
     vis = VisdomPlotter(env="regression_1d_nce_plus", port=visdom_server).vis
     data = json.loads(vis.get_window_data(VisdomPlotter.window_id("loss"), env="regression_1d_nce_plus"))
     traces = {t["name"]: t for t in data["content"]["data"]}
-    assert traces["train"]["x"] == [1, 2] and traces["train"]["y"] == [0.5, 0.25]
+    assert traces["train"]["x"] == [1, 2]
+    expected = [r["loss"] for r in history]
+    assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(traces["train"]["y"], expected, strict=True))
     port = free_port()
+    trainer = build_trainer(config, setting=setting, visdom=True, visdom_port=port, verbose=False)
     with pytest.raises(VisdomUnavailable, match=rf"python -m ltr.admin.visdom_server --port {port}"):
-        _visdom_plotter("regression_1d/nce_plus", port=port)
+        trainer.train()

@@ -74,10 +74,14 @@ def test_run_training_trains_evaluates_and_resumes(tmp_path, capsys):
     run = tmp_path / "regression_1d" / "nce_plus" / "dataset2_seed3"
     first = json.loads((run / "results.json").read_text())
     assert first["epochs"] == 1 and first["dkl"] > 0
-    assert (run / "checkpoint.pth").is_file() and (run / "density.png").is_file()
+    assert (run / "ep0001.pth.tar").is_file() and (run / "density.png").is_file()
     assert json.loads((run / "config.json").read_text())["num_train"] == 96
+    # the finished run is not overwritten without --resume
+    with pytest.raises(SystemExit) as exc:
+        train_cli.main([*args, "epochs=2", "--workspace", str(tmp_path), "--device", "cpu"])
+    assert exc.value.code == 2 and "pass --resume" in capsys.readouterr().err
     train_cli.main([*args, "epochs=2", "--resume", "--workspace", str(tmp_path), "--device", "cpu"])
-    assert "resuming" in capsys.readouterr().out
+    assert f"resumed from {run / 'ep0001.pth.tar'} (epoch 1)" in capsys.readouterr().err
     second = json.loads((run / "results.json").read_text())
     assert second["epochs"] == 2 and second["dkl"] != first["dkl"]
     # resuming with a different config is refused
