@@ -184,7 +184,7 @@ def _summary_line(name: str, info: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ltr.dataset.check", description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", choices=sorted(DATASETS), help="dataset name")
+    parser.add_argument("dataset", choices=DATASETS.names, help="dataset name")
     parser.add_argument("--root", help="dataset root (default: the dataset's environment variable)")
     parser.add_argument("--split", help="split name (dataset specific)")
     parser.add_argument("--json", type=Path, help="write the report as JSON to this file")

@@ -1,6 +1,5 @@
 """The dataset check CLI and the registry table."""
 
-import importlib
 import json
 
 import cv2
@@ -10,7 +9,7 @@ import pytest
 from ltr.admin.paths import DATASET_VARS
 from ltr.dataset.base import DatasetError, image_problem
 from ltr.dataset.check import main, parse_options
-from ltr.dataset.registry import DATASETS, get_dataset
+from ltr.dataset.registry import BENCHMARKS, DATASETS, Benchmark, get_dataset
 
 from .fixtures import FRAME_H, FRAME_W, make_folder_sequence, make_otb_sequence, write_jpeg, write_text
 
@@ -83,11 +82,19 @@ EXPECTED = {
 
 def test_registry_names_and_factories_resolve():
     assert EXPECTED <= set(DATASETS)
-    for name, target in DATASETS.items():
-        module, factory = target.split(":")
-        if name == "synthetic" and importlib.util.find_spec(module) is None:
-            continue  # written by another area
-        assert callable(getattr(importlib.import_module(module), factory)), name
+    for name in DATASETS.names:
+        assert callable(DATASETS[name]), name
+
+
+def test_benchmark_names_point_into_the_dataset_table():
+    assert all(BENCHMARKS[name].dataset in DATASETS for name in BENCHMARKS.names)
+    assert BENCHMARKS["lasot"] == BENCHMARKS["lasot_test"] == Benchmark("lasot_test")
+    assert BENCHMARKS["trackingnet"] == Benchmark("trackingnet", "test", ground_truth=False)
+    assert not BENCHMARKS["got10k_test"].ground_truth and BENCHMARKS["got10k_val"].ground_truth
+    with pytest.raises(
+        KeyError, match=r"unknown benchmark dataset 'lasot_train'; choose one of \['otb', 'lasot'"
+    ):
+        BENCHMARKS["lasot_train"]
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED - {"synthetic"}))
