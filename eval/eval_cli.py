@@ -1,6 +1,7 @@
 """``python eval/run_eval.py --dataset NAME --trackers T/P [T/P ...]``: tables, plots and a JSON report.
 
-Ground truth comes from ``ltr.dataset.registry.get_dataset``; results from
+Ground truth comes from the dataset and split that ``--dataset`` names in ``ltr.dataset.registry.BENCHMARKS``
+(the names of ``pytracking/run_tracker.py``; ``--split`` picks another split); results from
 ``{results}/{tracker}/{param}[_{runid:03d}]/{seq}.txt`` (default ``$LTR_WORKSPACE/results``).
 A bad dataset (missing root, an empty or malformed annotation file) or result file is one ``error:`` line
 naming the file, exit status 2. Per tracker, a ``note:`` line says how many result files were shorter than
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from eval.evaluation import GroundTruth, TrackerEvaluation, evaluate_tracker, make_inputs
 from eval.frame_errors import ResultError
-from eval.protocols import DATASET_PROTOCOLS, PROTOCOLS, Protocol, get_protocol, protocol_for_dataset
+from eval.protocols import PROTOCOLS, Protocol, get_protocol, protocol_for_dataset
 from eval.reporting import (
     attribute_table,
     format_table,
@@ -29,18 +30,16 @@ from eval.result_files import TrackerResults, load_tracker_results
 from ltr.admin.io import atomic_write_text
 from ltr.admin.paths import workspace_dir
 from ltr.dataset.base import DatasetError
-
-#: evaluation name -> registry name where they differ: ``--dataset lasot`` means the 280 test sequences.
-REGISTRY_NAMES = {"lasot": "lasot_test"}
-DATASET_CHOICES = sorted(
-    set(DATASET_PROTOCOLS) | {"otb", "lasot", "uav", "nfs", "got10k_val", "synthetic", "folder"}
-)
+from ltr.dataset.registry import BENCHMARKS
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python eval/run_eval.py", description=__doc__.splitlines()[0])
     p.add_argument(
-        "--dataset", required=True, choices=DATASET_CHOICES, help="dataset name in ltr.dataset.registry"
+        "--dataset",
+        required=True,
+        choices=BENCHMARKS.names,
+        help="benchmark name (ltr.dataset.registry.BENCHMARKS, as run_tracker.py's --dataset)",
     )
     p.add_argument("--trackers", required=True, nargs="+", metavar="TRACKER/PARAM", help="e.g. dimp/nce_plus")
     p.add_argument("--split", default=None, help="dataset split, e.g. UAV20L for --dataset uav")
@@ -173,11 +172,17 @@ def main(argv: Seq[str] | None = None) -> int:
         protocol = get_protocol(args.protocol) if args.protocol else protocol_for_dataset(args.dataset)
         from eval.ground_truth import load_ground_truth
 
+        benchmark = BENCHMARKS[args.dataset]
+        if not benchmark.ground_truth and not args.split:
+            raise DatasetError(
+                f"--dataset {args.dataset}: the ground truth of its sequences is not public (the benchmark's "
+                "server scores them: eval/pack_results.py); pass --split for a split with ground truth"
+            )
         ground_truth = load_ground_truth(
-            REGISTRY_NAMES.get(args.dataset, args.dataset),
+            benchmark.dataset,
             args.root,
             need_image_size=protocol.clip_to_image,
-            **({"split": args.split} if args.split else {}),
+            split=args.split or benchmark.split,
         )
         results_dir = Path(args.results) if args.results else workspace_dir() / "results"
         names = [g.name for g in ground_truth]

@@ -6,6 +6,7 @@ import pytest
 from eval.evaluation import evaluate_run
 from eval.frame_errors import ResultError, SequenceInput
 from eval.protocols import DATASET_PROTOCOLS, PROTOCOLS, get_protocol, matlab_colon, protocol_for_dataset
+from ltr.dataset.registry import BENCHMARKS
 
 BOX = [1.0, 1.0, 10.0, 10.0]
 FAR = [101.0, 101.0, 10.0, 10.0]  # centre error 100*sqrt(2), IoU 0
@@ -26,6 +27,7 @@ def seq(pred, gt, name="s", visible=None, **kw):
 
 def test_every_dataset_maps_to_a_known_protocol():
     assert set(DATASET_PROTOCOLS.values()) <= set(PROTOCOLS)
+    assert set(DATASET_PROTOCOLS) <= set(BENCHMARKS.names)  # keyed by the --dataset names
     for required in (
         "otb_matlab",
         "lasot_matlab",

@@ -235,3 +235,27 @@ def test_unwritable_output_is_one_error_line(setup, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot write {blocker}") and err.count("\n") == 1
+
+
+def test_trackingnet_is_the_test_set_as_for_run_tracker_and_needs_a_split_with_ground_truth(tmp_path, capsys):
+    from tests.dataset.fixtures import make_trackingnet_sequence
+
+    make_trackingnet_sequence(tmp_path / "tn", "TRAIN_0", "v", "1,1,10,10\n" * 3, 3)
+    write_result(tmp_path / "results" / "dimp" / "p" / "v.txt", [BOX] * 3, delim=",")
+    argv = [
+        "--dataset",
+        "trackingnet",
+        "--root",
+        str(tmp_path / "tn"),
+        "--results",
+        str(tmp_path / "results"),
+    ]
+    argv += ["--trackers", "dimp/p", "--out", str(tmp_path / "o"), "--no-plots"]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.startswith(
+        "error: --dataset trackingnet: the ground truth of its sequences is not public"
+    )
+    assert main([*argv, "--split", "TRAIN_0"]) == 0
+    assert capsys.readouterr().out.startswith("trackingnet: 1 sequences, protocol trackingnet")
