@@ -59,7 +59,7 @@ def in_memory(full: Sequence, n: int) -> Sequence:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--trackers", nargs="+", default=["static", "csrt", "kcf"], choices=BASELINES)
+    p.add_argument("--trackers", nargs="+", default=["static", "csrt", "kcf"], choices=BASELINES.names)
     p.add_argument("--sequences", type=int, default=None, help="only the first N sequences")
     p.add_argument("--frames", type=int, default=None, help="only the first F frames of each sequence")
     p.add_argument("--cv-threads", type=int, default=1, help="cv2.setNumThreads (default 1)")

@@ -1,7 +1,7 @@
 """Run a tracker over a dataset and write standard result files.
 
-``python pytracking/run_tracker.py dimp nce_plus --dataset otb|lasot|uav|nfs|trackingnet|got10k_test|
-got10k_val|vot|synthetic|folder [--root DIR] [--sequence NAME ...] [--runid K] [--threads N]
+``python pytracking/run_tracker.py dimp nce_plus --dataset otb|lasot|lasot_test|uav|nfs|trackingnet|
+got10k_test|got10k_val|vot|synthetic|folder [--root DIR] [--sequence NAME ...] [--runid K] [--threads N]
 [--device auto|cpu|cuda] [--net PATH] [--results DIR] [--visdom] [--debug] [--compile]``
 
 Results: ``{results}/{tracker}/{param}[_{runid:03d}]/{seq}.txt`` (+ ``{seq}_time.txt``), default results root
@@ -28,17 +28,18 @@ from tqdm import tqdm
 from ltr.admin.checkpoint import CheckpointError
 from ltr.admin.paths import workspace_dir
 from ltr.dataset.base import DatasetError
+from ltr.dataset.registry import BENCHMARKS
 from pytracking.evaluation.results import result_folder
-from pytracking.evaluation.runner import DATASET_NAMES, DatasetSpec, Failure, run_dataset
-from pytracking.evaluation.tracker_spec import TRACKER_PARAMS, TRACKERS, TrackerSpec, VisdomSpec, prepare_spec
+from pytracking.evaluation.runner import DatasetSpec, Failure, run_dataset
+from pytracking.evaluation.tracker_spec import TRACKERS, TrackerSpec, VisdomSpec, prepare_spec
 from pytracking.tracker.dimp.network import NoCheckpointError
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python pytracking/run_tracker.py", description=__doc__.split("\n")[0])
-    p.add_argument("tracker", choices=TRACKERS)
+    p.add_argument("tracker", choices=TRACKERS.names)
     p.add_argument(
-        "param", help="parameter set: " + "; ".join(f"{t}: {', '.join(q)}" for t, q in TRACKER_PARAMS.items())
+        "param", help="parameter set: " + "; ".join(f"{t}: {', '.join(q)}" for t, q in TRACKERS.items())
     )
     p.add_argument(
         "overrides",
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(dotted for nested fields; unknown keys are an error); needs --name",
     )
     p.add_argument("--name", default=None, help="results folder name instead of the parameter set's")
-    p.add_argument("--dataset", required=True, choices=sorted(DATASET_NAMES))
+    p.add_argument("--dataset", required=True, choices=BENCHMARKS.names)
     p.add_argument("--root", default=None, help="dataset root (default: the dataset's environment variable)")
     p.add_argument("--sequence", nargs="+", default=None, metavar="NAME", help="only these sequences")
     p.add_argument("--runid", type=int, default=None, help="run number K: results in {param}_{K:03d}")

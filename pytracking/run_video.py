@@ -27,13 +27,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from pytracking.evaluation.tracker_spec import (
-    TRACKER_PARAMS,
-    TRACKERS,
-    TrackerSpec,
-    build_tracker,
-    prepare_spec,
-)
+from pytracking.evaluation.tracker_spec import TRACKERS, TrackerSpec, build_tracker, prepare_spec
 from pytracking.tracker.dimp.frames import TrackerInputError, validate_init_box
 from pytracking.visdom_view import draw_boxes
 
@@ -156,8 +150,8 @@ def track_video(spec: TrackerSpec, source: str, init: np.ndarray | None, save: P
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python pytracking/run_video.py", description=__doc__.split("\n")[0])
-    p.add_argument("tracker", choices=TRACKERS)
-    p.add_argument("param", help="; ".join(f"{t}: {', '.join(q)}" for t, q in TRACKER_PARAMS.items()))
+    p.add_argument("tracker", choices=TRACKERS.names)
+    p.add_argument("param", help="; ".join(f"{t}: {', '.join(q)}" for t, q in TRACKERS.items()))
     p.add_argument("source", help="video file or camera index (0, 1, ...)")
     p.add_argument(
         "overrides",

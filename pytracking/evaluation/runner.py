@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
-from ltr.dataset.registry import get_dataset
+from ltr.dataset.registry import BENCHMARKS
 from pytracking.evaluation.results import is_finished, result_folder, write_sequence_results
 from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker
 from pytracking.tracker.dimp.frames import (
@@ -40,33 +40,17 @@ from pytracking.tracker.dimp.frames import (
     validate_init_box,
 )
 
-#: command-line dataset name -> (registry name, split)
-DATASET_NAMES: dict[str, tuple[str, str | None]] = {
-    "otb": ("otb", None),
-    "lasot": ("lasot_test", None),
-    "uav": ("uav", None),
-    "nfs": ("nfs", None),
-    "trackingnet": ("trackingnet_test", None),
-    "got10k_test": ("got10k_test", None),
-    "got10k_val": ("got10k_val", None),
-    "vot": ("vot", None),
-    "synthetic": ("synthetic", None),
-    "folder": ("folder", None),
-}
-
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """A dataset by command-line name and optional root (picklable, re-opened in each worker)."""
+    """A dataset by command-line name (:data:`~ltr.dataset.registry.BENCHMARKS`) and optional root
+    (picklable, re-opened in each worker)."""
 
     name: str
     root: str | None = None
 
     def open(self) -> SequenceDataset:
-        if self.name not in DATASET_NAMES:
-            raise KeyError(f"unknown dataset {self.name!r}; choose one of {sorted(DATASET_NAMES)}")
-        registry_name, split = DATASET_NAMES[self.name]
-        return get_dataset(registry_name, root=self.root, split=split)
+        return BENCHMARKS[self.name].open(self.root)
 
 
 #: exceptions that mean the data of one sequence is unusable (reported in one line, no traceback)

@@ -14,16 +14,17 @@ import torch
 from ltr.admin.checkpoint import CheckpointError
 from ltr.admin.config import apply_overrides
 from ltr.admin.device import resolve_device
+from ltr.admin.registry import Registry
 from ltr.models.tracking import NetConfig
-from pytracking.parameter.dimp import NAMES as DIMP_PARAMS
-from pytracking.parameter.dimp import get_parameters
+from pytracking.parameter.dimp import PARAMETERS, get_parameters
 from pytracking.tracker.baselines import BASELINE_PARAMS, BASELINES, make_baseline
 from pytracking.tracker.dimp import DiMPParams, DiMPTracker, LoadedNet, default_checkpoint, load_network
 from pytracking.tracker.dimp.network import NoCheckpointError
 
 #: tracker name -> its parameter sets (``dimp`` and the classical baselines of ``pytracking.tracker.baselines``)
-TRACKER_PARAMS: dict[str, tuple[str, ...]] = {"dimp": DIMP_PARAMS, **{b: BASELINE_PARAMS for b in BASELINES}}
-TRACKERS = tuple(TRACKER_PARAMS)
+TRACKERS: Registry[Registry[Any]] = Registry(
+    "tracker", {"dimp": PARAMETERS, **dict.fromkeys(BASELINES, BASELINE_PARAMS)}
+)
 
 
 @dataclass(frozen=True)
@@ -53,13 +54,8 @@ class TrackerSpec:
     name_in_results: str | None = None
 
     def __post_init__(self) -> None:
-        if self.name not in TRACKERS:
-            raise ValueError(f"unknown tracker {self.name!r}; choose one of {list(TRACKERS)}")
-        if self.param not in TRACKER_PARAMS[self.name]:
-            raise ValueError(
-                f"tracker {self.name!r} has no parameter set {self.param!r}; "
-                f"choose one of {list(TRACKER_PARAMS[self.name])}"
-            )
+        # an unknown tracker or parameter set: UnknownName (a ValueError) listing the choices
+        TRACKERS[self.name][self.param]
         if self.overrides:
             if not self.needs_network:
                 raise ValueError(f"tracker {self.name!r} takes no key=value overrides")
@@ -131,7 +127,7 @@ def parameter_mismatch(param: str, loaded: LoadedNet) -> str | None:
     if own is None or theirs is None or _same_kind(own, theirs):
         return None
     fitting = [
-        name for name in DIMP_PARAMS if (cfg := _tuned_for(name)) is not None and _same_kind(cfg, theirs)
+        name for name in PARAMETERS if (cfg := _tuned_for(name)) is not None and _same_kind(cfg, theirs)
     ]
     setting = get_parameters(param).train_setting
     advice = (

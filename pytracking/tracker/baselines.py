@@ -24,6 +24,7 @@ Conventions of :class:`OpenCVTracker` (OpenCV trackers take and return integer p
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -31,9 +32,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-#: tracker names :func:`make_baseline` knows, and their only parameter set.
-BASELINES = ("static", "csrt", "kcf", "mil")
-BASELINE_PARAMS = ("default",)
+from ltr.admin.registry import Registry
 
 #: smallest side (pixels) and largest side ratio of the rectangle handed to OpenCV: CSRT (OpenCV 5.0) raises
 #: in ``init`` for 2-pixel sides at the right / bottom image border and for side ratios of about 40, and
@@ -204,14 +203,21 @@ class OpenCVTracker:
         return self._box.copy()
 
 
+#: baseline tracker name -> its constructor.
+BASELINES: Registry[Callable[..., StaticTracker | OpenCVTracker]] = Registry(
+    "baseline tracker",
+    {
+        "static": StaticTracker,
+        "csrt": functools.partial(OpenCVTracker, "csrt"),
+        "kcf": functools.partial(OpenCVTracker, "kcf"),
+        "mil": functools.partial(OpenCVTracker, "mil"),
+    },
+)
+#: baseline parameter-set name -> the constructor's keyword arguments (one set: OpenCV's defaults).
+BASELINE_PARAMS: Registry[dict[str, Any]] = Registry("baseline parameter set", {"default": {}})
+
+
 def make_baseline(name: str, param: str = "default") -> StaticTracker | OpenCVTracker:
-    """A fresh baseline tracker: ``static``, ``csrt``, ``kcf`` or ``mil``; ``param`` must be ``default``."""
-    if name not in BASELINES:
-        raise ValueError(f"unknown baseline tracker {name!r}; choose one of {list(BASELINES)}")
-    if param not in BASELINE_PARAMS:
-        raise ValueError(
-            f"baseline {name!r} has no parameter set {param!r}; choose one of {list(BASELINE_PARAMS)}"
-        )
-    if name == "static":
-        return StaticTracker()
-    return OpenCVTracker(name)
+    """A fresh baseline tracker ``name`` of :data:`BASELINES` with parameter set ``param`` of
+    :data:`BASELINE_PARAMS` (:class:`~ltr.admin.registry.UnknownName`, a ValueError, for an unknown one)."""
+    return BASELINES[name](**BASELINE_PARAMS[param])

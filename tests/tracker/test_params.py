@@ -6,7 +6,7 @@ import pytest
 
 from ltr.admin.config import to_dict
 from ltr.train_settings.dimp import SETTINGS
-from pytracking.parameter.dimp import NAMES, get_parameters
+from pytracking.parameter.dimp import PARAMETERS, get_parameters
 from pytracking.tracker.dimp import load_network
 from pytracking.tracker.dimp.network import NoCheckpointError, default_checkpoint
 from pytracking.tracker.dimp.params import DiMPParams, geometry_from_train_config
@@ -15,7 +15,7 @@ from tests.tracker.helpers import write_tiny_checkpoint
 REFERENCE = ("dimp50", "super_dimp", "prdimp50")
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", PARAMETERS.names)
 def test_parameter_sets_load(name):
     p = get_parameters(name)
     assert isinstance(p, DiMPParams)

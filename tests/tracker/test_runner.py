@@ -124,7 +124,7 @@ def test_baseline_trackers_run_through_the_same_runner(tree, capsys):
     alpha = read_result_file(results / "static" / "default" / "alpha.txt")
     assert alpha.tolist() == [[3.0, 2.0, 6.0, 5.0]] * 6  # the static baseline repeats the initial box
     assert main(["dimp", "default", "--dataset", "folder", "--root", str(root), "--no-progress"]) == 2
-    assert "no parameter set 'default'" in capsys.readouterr().err
+    assert "unknown dimp parameter set 'default'; choose one of ['dimp50'," in capsys.readouterr().err
 
 
 def test_compile_flag_reaches_the_tracker_and_gives_the_eager_results(tree):

@@ -224,7 +224,7 @@ def test_errors_for_misuse():
 
 
 def test_make_baseline_names():
-    assert BASELINES == ("static", "csrt", "kcf", "mil")
+    assert BASELINES.names == ("static", "csrt", "kcf", "mil")
     assert isinstance(make_baseline("static"), StaticTracker)
     for name in ("csrt", "kcf", "mil"):
         tracker = make_baseline(name)

@@ -11,24 +11,27 @@ geometry is not here: it comes from the network's saved train config.
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 
+from ltr.admin.registry import Registry
 from pytracking.tracker.dimp.params import DiMPParams
 
-NAMES = (
-    "dimp50",
-    "super_dimp",
-    "prdimp50",
-    "nce_plus",
-    "kld_is",
-    "nce",
-    "ml_is",
-    "nce_plus_tiny",
+#: parameter-set name -> its module's ``parameters`` function (imported on lookup).
+PARAMETERS: Registry[Callable[[], DiMPParams]] = Registry(
+    "dimp parameter set",
+    {
+        "dimp50": "pytracking.parameter.dimp.dimp50:parameters",
+        "super_dimp": "pytracking.parameter.dimp.super_dimp:parameters",
+        "prdimp50": "pytracking.parameter.dimp.prdimp50:parameters",
+        "nce_plus": "pytracking.parameter.dimp.nce_plus:parameters",
+        "kld_is": "pytracking.parameter.dimp.kld_is:parameters",
+        "nce": "pytracking.parameter.dimp.nce:parameters",
+        "ml_is": "pytracking.parameter.dimp.ml_is:parameters",
+        "nce_plus_tiny": "pytracking.parameter.dimp.nce_plus_tiny:parameters",
+    },
 )
 
 
 def get_parameters(name: str) -> DiMPParams:
-    """The :class:`DiMPParams` of parameter set ``name``."""
-    if name not in NAMES:
-        raise KeyError(f"unknown dimp parameter set {name!r}; choose one of {list(NAMES)}")
-    return importlib.import_module(f"pytracking.parameter.dimp.{name}").parameters()
+    """The :class:`DiMPParams` of parameter set ``name`` (:class:`~ltr.admin.registry.UnknownName` if none)."""
+    return PARAMETERS[name]()
