@@ -15,10 +15,11 @@ from ltr.admin.checkpoint import CheckpointError
 from ltr.admin.config import ConfigError, apply_overrides
 from ltr.admin.distributed import DistributedError
 from ltr.admin.paths import workspace_dir
+from ltr.admin.registry import UnknownName
 from ltr.admin.stats import VisdomUnavailable
 from ltr.cli import fail
 from ltr.dataset.base import DatasetError
-from ltr.train_settings import MODULES, load_module
+from ltr.train_settings import MODULES
 from ltr.trainers.interrupt import command_line, interrupted_message
 
 
@@ -27,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="run_training.py",
         description="Train a setting; key=value pairs override fields of its config.",
     )
-    p.add_argument("module", choices=sorted(MODULES), help="train module")
+    p.add_argument("module", choices=MODULES.names, help="train module")
     p.add_argument("setting", help="setting name within the module (e.g. nce_plus)")
     p.add_argument("overrides", nargs="*", help="config overrides, key=value")
     p.add_argument("--workspace", default=None, help="output root (default: $LTR_WORKSPACE or ./workspace)")
@@ -42,12 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     # intermixed: key=value overrides may come before or after the --options
     args = build_parser().parse_intermixed_args(argv)
-    module = load_module(args.module)
-    if args.setting not in module.SETTINGS:
-        fail(f"unknown setting {args.setting!r} for {args.module}; choose one of {sorted(module.SETTINGS)}")
+    module = MODULES[args.module]
+    try:
+        make_config = module.SETTINGS[args.setting]
+    except UnknownName as err:
+        fail(str(err))
     workspace = workspace_dir(args.workspace)
     try:
-        config = apply_overrides(module.SETTINGS[args.setting](), args.overrides)
+        config = apply_overrides(make_config(), args.overrides)
         module.train(
             config,
             setting=f"{args.module}/{args.setting}",

@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
+from ltr.admin.registry import Registry
 from ltr.detection.config import IS_SIGMAS, NCE_SIGMAS, DetectionConfig
 
 METHOD_FIELDS: dict[str, dict] = {
@@ -61,10 +62,14 @@ def _setting(name: str, tiny: bool) -> Callable[[], DetectionConfig]:
     return make
 
 
-SETTINGS: dict[str, Callable[[], DetectionConfig]] = {}
-for _name in METHOD_FIELDS:
-    SETTINGS[_name] = _setting(_name, tiny=False)
-    SETTINGS[f"{_name}_tiny"] = _setting(_name, tiny=True)
+#: setting name -> config factory: each method on COCO, then each on the synthetic set (``<method>_tiny``).
+SETTINGS: Registry[Callable[[], DetectionConfig]] = Registry(
+    "detection train setting",
+    {
+        **{name: _setting(name, tiny=False) for name in METHOD_FIELDS},
+        **{f"{name}_tiny": _setting(name, tiny=True) for name in METHOD_FIELDS},
+    },
+)
 
 
 def train(

@@ -27,17 +27,20 @@ def _setting(method: str, **fields) -> Callable[[], Regression1DConfig]:
 
 
 #: setting name -> config factory. Per-dataset values (ML-MCMC alpha, DSM sigma) resolve from ``dataset``.
-SETTINGS: dict[str, Callable[[], Regression1DConfig]] = {
-    "ml_is": _setting("ml_is", sigmas=IS_SIGMAS),
-    "ml_mcmc_1": _setting("ml_mcmc", mcmc_steps=1),
-    "ml_mcmc_16": _setting("ml_mcmc", mcmc_steps=16),
-    "ml_mcmc_256": _setting("ml_mcmc", mcmc_steps=256),
-    "kld_is": _setting("kld_is", sigmas=IS_SIGMAS, label_sigma=0.025),
-    "nce": _setting("nce", sigmas=NCE_SIGMAS),
-    "sm": _setting("sm"),
-    "dsm": _setting("dsm"),
-    "nce_plus": _setting("nce_plus", sigmas=NCE_SIGMAS, beta=0.025),
-}
+SETTINGS: Registry[Callable[[], Regression1DConfig]] = Registry(
+    "regression_1d train setting",
+    {
+        "ml_is": _setting("ml_is", sigmas=IS_SIGMAS),
+        "ml_mcmc_1": _setting("ml_mcmc", mcmc_steps=1),
+        "ml_mcmc_16": _setting("ml_mcmc", mcmc_steps=16),
+        "ml_mcmc_256": _setting("ml_mcmc", mcmc_steps=256),
+        "kld_is": _setting("kld_is", sigmas=IS_SIGMAS, label_sigma=0.025),
+        "nce": _setting("nce", sigmas=NCE_SIGMAS),
+        "sm": _setting("sm"),
+        "dsm": _setting("dsm"),
+        "nce_plus": _setting("nce_plus", sigmas=NCE_SIGMAS, beta=0.025),
+    },
+)
 
 
 def train(

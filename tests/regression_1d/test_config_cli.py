@@ -7,7 +7,7 @@ import pytest
 from ltr.admin.config import ConfigError, apply_overrides
 from ltr.cli import train as train_cli
 from ltr.regression_1d.config import Regression1DConfig
-from ltr.train_settings import load_module
+from ltr.train_settings import MODULES
 from ltr.train_settings.regression_1d import SETTINGS
 
 ALL = ["ml_is", "ml_mcmc_1", "ml_mcmc_16", "ml_mcmc_256", "kld_is", "nce", "sm", "dsm", "nce_plus"]
@@ -15,7 +15,7 @@ ALL = ["ml_is", "ml_mcmc_1", "ml_mcmc_16", "ml_mcmc_256", "kld_is", "nce", "sm",
 
 def test_settings_carry_the_papers_hyperparameters():
     assert sorted(SETTINGS) == sorted(ALL)
-    assert load_module("regression_1d").SETTINGS is SETTINGS
+    assert MODULES["regression_1d"].SETTINGS is SETTINGS
     assert SETTINGS["ml_is"]().sigmas == (0.2, 1.6)
     assert SETTINGS["kld_is"]().label_sigma == 0.025
     assert SETTINGS["nce"]().sigmas == (0.1, 0.8)
@@ -56,7 +56,8 @@ def test_run_training_rejects_unknown_key_and_setting(tmp_path, capsys):
     assert exc.value.code == 2 and "error: unknown config key 'bogus'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         train_cli.main(["regression_1d", "nope", "--workspace", str(tmp_path)])
-    assert exc.value.code == 2 and "error: unknown setting 'nope'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "error: unknown regression_1d train setting 'nope'; choose one of [" in err
     assert not any(tmp_path.iterdir())
 
 

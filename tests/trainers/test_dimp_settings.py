@@ -16,7 +16,7 @@ from ltr.admin.checkpoint import list_checkpoints, load_checkpoint, run_dir
 from ltr.admin.config import from_dict, to_dict
 from ltr.cli.train import main as train_main
 from ltr.models.tracking import NetConfig, build_dimpnet, lr_groups
-from ltr.train_settings import MODULES, load_module
+from ltr.train_settings import MODULES
 from ltr.train_settings.dimp import SETTINGS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,8 +44,8 @@ def _flat(d: dict, prefix: str = "") -> dict:
 
 
 def test_dimp_is_a_registered_module_with_the_five_settings():
-    assert MODULES["dimp"] == "ltr.train_settings.dimp"
-    assert set(load_module("dimp").SETTINGS) == {"nce_plus", "kld_is", "nce", "ml_is", "nce_plus_tiny"}
+    assert MODULES["dimp"].__name__ == "ltr.train_settings.dimp"
+    assert MODULES["dimp"].SETTINGS.names == ("nce_plus", "kld_is", "nce", "ml_is", "nce_plus_tiny")
 
 
 def test_nce_plus_has_the_paper_values():

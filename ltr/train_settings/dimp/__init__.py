@@ -8,17 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ltr.train_settings.dimp import kld_is, ml_is, nce, nce_plus, nce_plus_tiny
+from ltr.admin.registry import Registry
 from ltr.train_settings.dimp.base import DiMPTrainConfig
 from ltr.train_settings.dimp.train import train
 
-#: setting name -> config factory.
-SETTINGS: dict[str, Callable[[], DiMPTrainConfig]] = {
-    "nce_plus": nce_plus.config,
-    "kld_is": kld_is.config,
-    "nce": nce.config,
-    "ml_is": ml_is.config,
-    "nce_plus_tiny": nce_plus_tiny.config,
-}
+#: setting name -> config factory (its module is imported on lookup).
+SETTINGS: Registry[Callable[[], DiMPTrainConfig]] = Registry(
+    "dimp train setting",
+    {
+        "nce_plus": "ltr.train_settings.dimp.nce_plus:config",
+        "kld_is": "ltr.train_settings.dimp.kld_is:config",
+        "nce": "ltr.train_settings.dimp.nce:config",
+        "ml_is": "ltr.train_settings.dimp.ml_is:config",
+        "nce_plus_tiny": "ltr.train_settings.dimp.nce_plus_tiny:config",
+    },
+)
 
 __all__ = ["SETTINGS", "DiMPTrainConfig", "train"]
