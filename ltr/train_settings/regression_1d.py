@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ltr.admin.registry import Registry
 from ltr.regression_1d.config import Regression1DConfig
 
 IS_SIGMAS = (0.2, 1.6)
