@@ -10,11 +10,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
 
-from ltr.admin.config import ConfigError
+from ltr.actors.detection import EnergyHeadActor
+from ltr.admin.config import ConfigError, to_dict
 from ltr.admin.paths import dataset_root
 from ltr.dataset.base import DatasetError
 from ltr.detection.config import DetectionConfig
@@ -31,6 +33,7 @@ from ltr.detection.energy import BoxScorer
 from ltr.ebm import LossResult, build_method, gradient_ascent
 from ltr.models.detection import DetectionEnergyHead
 from ltr.ops.boxes import rel_to_xywh, xywh_to_xyxy, xyxy_to_xywh
+from ltr.trainers import LRScheduleHook, StepLoader, SummaryHook, Trainer
 
 Log = Callable[[str], None]
 
@@ -129,59 +132,72 @@ def build_loss(cfg: DetectionConfig) -> Callable[..., LossResult]:
     raise ConfigError(f"method={cfg.method!r} is not a detection method")
 
 
-def _batch_targets(
-    data: CocoImages, ids: list[int], scale: Tensor, max_boxes: int, gen: torch.Generator
-) -> tuple[Tensor, Tensor]:
-    """GT boxes of a batch in network-input pixels: (N, 4) xywh and (N,) image index."""
-    refs, index = [], []
-    for b, image_id in enumerate(ids):
-        boxes = data.boxes(image_id)
-        if len(boxes) > max_boxes:
-            boxes = boxes[torch.randperm(len(boxes), generator=gen)[:max_boxes]]
-        refs.append(boxes * scale[b].cpu().repeat(2))
-        index.append(torch.full((len(boxes),), b, dtype=torch.long))
-    return torch.cat(refs), torch.cat(index)
+def _draw_head_batch(
+    data: CocoImages, ids: list[int], cfg: DetectionConfig, gen: torch.Generator
+) -> tuple[list[Tensor], Tensor, Tensor]:
+    """``batch_images`` random train images and their GT boxes (at most ``max_boxes_per_image`` each, a
+    random subset): images, (N, 4) xywh original pixels, (N,) image index (:class:`EnergyHeadActor`'s batch)."""
+    pick = [ids[k] for k in torch.randint(len(ids), (cfg.batch_images,), generator=gen).tolist()]
+    boxes, index = [], []
+    for b, image_id in enumerate(pick):
+        found = data.boxes(image_id)
+        if len(found) > cfg.max_boxes_per_image:
+            found = found[torch.randperm(len(found), generator=gen)[: cfg.max_boxes_per_image]]
+        boxes.append(found)
+        index.append(torch.full((len(found),), b, dtype=torch.long))
+    return [data.image(i) for i in pick], torch.cat(boxes), torch.cat(index)
 
 
-def train_head(
-    cfg: DetectionConfig, setup: Setup, head: DetectionEnergyHead, device: torch.device, log: Log = print
-) -> list[dict[str, float]]:
-    """Train ``head`` on GT boxes of the train split with the configured method; returns logged stats."""
+def build_head_trainer(
+    cfg: DetectionConfig, setup: Setup, head: DetectionEnergyHead, device: torch.device, *, setting: str
+) -> Trainer:
+    """The head's trainer: ``cfg.iterations`` Adam steps on random train batches, StepLR counted in steps,
+    an "epoch" (summary line, history record) every ``log_every`` steps. Nothing is written to disk.
+
+    Data draws and the method's samples share one generator seeded with ``cfg.seed``, in the order of a
+    plain loop (draw a batch, then its samples); it is checkpointed with the trainer's state.
+    """
     data = CocoImages(setup.root, cfg.train_split)
     ids = data.with_boxes()
     if not ids:
         raise DatasetError(f"{data.root}: split {cfg.train_split} has no usable boxes")
-    loss_fn = build_loss(cfg)
-    opt = torch.optim.Adam(head.parameters(), lr=cfg.lr)
-    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=cfg.lr_step, gamma=cfg.lr_gamma)
     gen = torch.Generator().manual_seed(cfg.seed)
-    head.train()
-    history: list[dict[str, float]] = []
-    running, start = 0.0, time.time()
-    for it in range(cfg.iterations):
-        pick = [ids[k] for k in torch.randint(len(ids), (cfg.batch_images,), generator=gen).tolist()]
-        images = [data.image(i).to(device) for i in pick]
-        feats, scale = setup.detector.features(images)
-        ref, index = _batch_targets(data, pick, scale, cfg.max_boxes_per_image, gen)
-        ref, index = ref.to(device), index.to(device)
-        scorer = BoxScorer(head, feats, setup.detector.levels, ref, index)
-        labels = torch.zeros(len(ref), 4, device=device)
-        result = loss_fn(scorer, labels, generator=gen)
-        value = float(result.loss.detach())
-        if not torch.isfinite(torch.tensor(value)):
-            raise TrainingDiverged(f"{cfg.method}: the training loss is {value} at iteration {it + 1}")
-        opt.zero_grad(set_to_none=True)
-        result.loss.backward()
-        opt.step()
-        sched.step()
-        running += value
-        if cfg.log_every and (it + 1) % cfg.log_every == 0:
-            entry = {"iteration": it + 1, "loss": running / cfg.log_every, "seconds": time.time() - start}
-            entry.update({k: float(v) for k, v in result.stats.items()})
-            history.append(entry)
-            log(f"it {it + 1}/{cfg.iterations} loss {entry['loss']:.4f} ({entry['seconds']:.0f}s)")
-            running = 0.0
-    head.eval()
+    loader = StepLoader(
+        lambda: _draw_head_batch(data, ids, cfg, gen),
+        total_steps=cfg.iterations,
+        steps_per_epoch=max(1, cfg.log_every or cfg.iterations),
+    )
+    optimizer = torch.optim.Adam(head.parameters(), lr=cfg.lr)
+    return Trainer(
+        actor=EnergyHeadActor(head, setup.detector, build_loss(cfg), gen),
+        net=head,
+        optimizer=optimizer,
+        scheduler=torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.lr_step, gamma=cfg.lr_gamma),
+        train_loader=loader,
+        epochs=loader.num_epochs,
+        hooks=[LRScheduleHook(per_step=True), SummaryHook()],
+        device=device,
+        setting=setting,
+        config=to_dict(cfg),
+        seed=cfg.seed,
+        generators={"sample": gen},
+        batch_size_fn=lambda batch: len(batch[0]),
+    )
+
+
+def train_head(cfg: DetectionConfig, trainer: Trainer) -> list[dict[str, Any]]:
+    """Run ``trainer`` (from :func:`build_head_trainer`) to the end; returns its train records, each with
+    ``iteration``, the steps done at its end. A non-finite loss raises :class:`TrainingDiverged`."""
+    try:
+        trainer.train()
+    except FloatingPointError as err:
+        raise TrainingDiverged(f"{cfg.method}: {err}") from err
+    trainer.net.eval()
+    history, done = [], 0
+    for record in trainer.history:
+        if record["phase"] == "train":
+            done += record["steps"]
+            history.append({"iteration": done, **record})
     return history
 
 

@@ -8,12 +8,19 @@ from pathlib import Path
 
 import torch
 
-from ltr.admin.checkpoint import FORMAT, VERSION, load_checkpoint, run_dir, save_checkpoint
-from ltr.admin.config import from_dict, save_json, to_dict
+from ltr.admin.checkpoint import load_checkpoint, run_dir, save_checkpoint
+from ltr.admin.config import save_json, to_dict
 from ltr.admin.device import resolve_device
 from ltr.detection.coco_eval import markdown_table, write_report
 from ltr.detection.config import DetectionConfig
-from ltr.detection.pipeline import build_head, build_setup, evaluate_split, preflight, train_head
+from ltr.detection.pipeline import (
+    build_head,
+    build_head_trainer,
+    build_setup,
+    evaluate_split,
+    preflight,
+    train_head,
+)
 
 HEAD_FILE = "head.pth"
 
@@ -33,7 +40,8 @@ def run_setting(
     device: str = "auto",
     log=print,
 ) -> dict:
-    """Train (or, with ``resume`` and a saved head, reload) and evaluate; writes the run folder."""
+    """Train the head (with ``resume``, continue from ``head.pth``: the trainer's checkpoint of the finished
+    or extended run, so a finished head is only re-evaluated) and evaluate; writes the run folder."""
     preflight(cfg)  # COCO_DIR / weights errors before anything is built or written
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
@@ -45,28 +53,15 @@ def run_setting(
     setup = build_setup(cfg, workspace, dev, log)
     head = build_head(cfg, setup.detector.out_channels).to(dev)
     head_path = out / HEAD_FILE
-    start = time.time()
-    if resume and head_path.is_file():
-        ckpt = load_checkpoint(head_path, map_location=dev)
-        if from_dict(DetectionConfig, ckpt["config"]) != cfg:
-            log(f"note: {head_path} was trained with a different config; evaluating it with this one")
-        head.load_state_dict(ckpt["net"])
-        history = ckpt.get("history", [])
-        log(f"resumed trained head from {head_path}")
-    else:
-        history = train_head(cfg, setup, head, dev, log)
-        save_checkpoint(
-            head_path,
-            {
-                "format": FORMAT,
-                "version": VERSION,
-                "setting": setting,
-                "epoch": cfg.iterations,
-                "config": to_dict(cfg),
-                "net": head.state_dict(),
-                "history": history,
-            },
-        )
+    trainer = build_head_trainer(cfg, setup, head, dev, setting=setting)
+    resumed = resume and head_path.is_file()
+    if resumed:
+        trainer.load_checkpoint_state(load_checkpoint(head_path), head_path)
+        log(f"resumed the head from {head_path} (iteration {trainer.global_step} of {cfg.iterations})")
+    start, start_epoch = time.time(), trainer.epoch
+    history = train_head(cfg, trainer)
+    if not resumed or trainer.epoch > start_epoch:
+        save_checkpoint(head_path, trainer.checkpoint_state())
     train_seconds = time.time() - start
     pairs = [(cfg.step_pos, cfg.step_size)]
     if cfg.tune_steps:

@@ -23,8 +23,8 @@ class StepLoader(Generic[T]):
     """
 
     def __init__(self, draw: Callable[[], T], *, total_steps: int, steps_per_epoch: int) -> None:
-        if total_steps < 1:
-            raise ValueError(f"total_steps must be >= 1, got {total_steps}")
+        if total_steps < 0:
+            raise ValueError(f"total_steps must be >= 0, got {total_steps}")
         if steps_per_epoch < 1:
             raise ValueError(f"steps_per_epoch must be >= 1, got {steps_per_epoch}")
         self.draw = draw
@@ -34,7 +34,7 @@ class StepLoader(Generic[T]):
 
     @property
     def num_epochs(self) -> int:
-        """Epochs needed for ``total_steps`` (the trainer's ``epochs``)."""
+        """Epochs needed for ``total_steps`` (the trainer's ``epochs``; 0 for no steps)."""
         return -(-self.total_steps // self.steps_per_epoch)
 
     def set_epoch(self, epoch: int) -> None:

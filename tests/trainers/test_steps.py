@@ -27,6 +27,7 @@ def test_step_loader_cuts_the_steps_into_epochs_and_draws_lazily():
     assert lengths == [3, 3, 1] and drawn == list(range(7))
     with pytest.raises(ValueError, match="outside 1..3"):
         loader.set_epoch(4)
+    assert StepLoader(draw, total_steps=0, steps_per_epoch=3).num_epochs == 0  # a run of no steps
     with pytest.raises(ValueError, match="steps_per_epoch"):
         StepLoader(draw, total_steps=3, steps_per_epoch=0)
 
