@@ -9,7 +9,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 WORKSPACE ?= $(CURDIR)/workspace
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-1d test test-slow lint install install-test install-visdom clean visdom visdom-assets
+.PHONY: demo demo-1d test test-slow lint install install-test install-visdom install-vot-toolkit clean visdom visdom-assets
 
 $(PY):
 	$(PYTHON) -m venv $(ENV_DIR)
@@ -27,6 +27,15 @@ $(ENV_DIR)/.installed-visdom: $(ENV_DIR)/.installed
 	$(PY) -m pip install -e '.[visdom]'
 	touch $@
 
+# The VOT toolkit in an environment of its own (it needs opencv-python, which must not meet our OpenCV wheel);
+# the tests that run `vot evaluate` find it here.
+VOT_ENV := $(CURDIR)/.venv-vot
+$(VOT_ENV)/.installed: constraints.txt
+	$(PYTHON) -m venv $(VOT_ENV)
+	$(VOT_ENV)/bin/python -m pip install vot-toolkit attributee
+	touch $@
+
+install-vot-toolkit: $(VOT_ENV)/.installed
 install: $(ENV_DIR)/.installed
 install-test: $(ENV_DIR)/.installed-test
 install-visdom: $(ENV_DIR)/.installed-visdom
@@ -41,10 +50,10 @@ lint: install-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-test: lint
+test: lint install-vot-toolkit
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
-test-slow: install-test
+test-slow: install-test install-vot-toolkit
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 # A local visdom server on http://127.0.0.1:8097, loopback only, page assets installed from the npm registry.

@@ -11,12 +11,16 @@ Extras:
   exactly, whose page layout the offline server (:mod:`ltr.admin.visdom_server`) follows; it ships only as a
   source archive that builds with setuptools<81 (constraints.txt passes that to pip's build environment).
   tornado 6.6 answers 403 for the visdom page; 6.5 serves it.
+- ``vot``: the TraX server the VOT toolkit drives (``python -m pytracking.vot``): ``vot-trax``. The VOT
+  toolkit itself (``vot-toolkit``, which needs the non-contrib opencv-python wheel) goes in an environment of
+  its own: ``make install-vot-toolkit`` makes ``.venv-vot`` with the version constraints.txt names.
 - ``test``: pytest, hypothesis, ruff and the extras the tests use.
 """
 
 from setuptools import find_packages, setup
 
 VISDOM = ["visdom==0.2.4", "tornado<6.6"]
+VOT = ["vot-trax>=4.0.1"]
 
 setup(
     name="ebmtrack",
@@ -37,12 +41,14 @@ setup(
     ],
     extras_require={
         "visdom": VISDOM,
+        "vot": VOT,
         "test": [
             "pytest>=8",
             "pytest-timeout>=2.3",
             "hypothesis>=6.100",
             "ruff==0.17.6",  # pinned: a new ruff release must not turn CI red on its own
             *VISDOM,
+            *VOT,
         ],
     },
     entry_points={

@@ -5,6 +5,7 @@
     python scripts/pytracking_golden.py patches --pytracking PATH   # tests/golden/patches.npz
     python scripts/pytracking_golden.py tracker --pytracking PATH --preset super_dimp|dimp50 [--frames 8]
                                                                     # tests/golden/tracker_<preset>.npz
+    python scripts/pytracking_golden.py vot_regions --pytracking PATH  # tests/golden/vot_regions.npz
 
 ``PATH`` is a checkout of https://github.com/visionml/pytracking (read and run here, never copied into this
 repository). Every subcommand takes ``--out FILE`` (default: its file under ``tests/golden/``) and
@@ -30,9 +31,15 @@ if str(REPO) not in sys.path:
 
 # this repository's code, imported before pytracking's `ltr` replaces ours in sys.modules
 from ltr.admin.io import atomic_write  # noqa: E402
-from scripts.golden import network, patches, prdimp, tracker  # noqa: E402
+from scripts.golden import network, patches, prdimp, tracker, vot_regions  # noqa: E402
 
-COMMANDS = {"network": network, "prdimp": prdimp, "patches": patches, "tracker": tracker}
+COMMANDS = {
+    "network": network,
+    "prdimp": prdimp,
+    "patches": patches,
+    "tracker": tracker,
+    "vot_regions": vot_regions,
+}
 
 
 def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> int:
