@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from ltr.ops.boxes import xywh_to_xyxy
-from ltr.ops.prroi_pool import prroi_pool, prroi_pool_image
+from ltr.ops.prroi_pool import prroi_pool
 
 Pair = tuple[Tensor, Tensor]
 
@@ -186,14 +186,9 @@ class EnergyBoxHead(nn.Module):
         if boxes_xywh.dim() != 3 or boxes_xywh.shape[0] != n or boxes_xywh.shape[-1] != 4:
             raise ValueError(f"boxes_xywh must be ({n}, S, 4) xywh, got {tuple(boxes_xywh.shape)}")
         s = boxes_xywh.shape[1]
-        if n == 1:  # one image (the tracker): no host synchronisation
-            xyxy = xywh_to_xyxy(boxes_xywh[0].to(t2.dtype))
-            p2 = prroi_pool_image(t2, xyxy, 5, 1.0 / self.strides[0])
-            p3 = prroi_pool_image(t3, xyxy, 3, 1.0 / self.strides[1])
-        else:
-            rois = _rois(boxes_xywh.to(t2.dtype))
-            p2 = prroi_pool(t2, rois, 5, 1.0 / self.strides[0])
-            p3 = prroi_pool(t3, rois, 3, 1.0 / self.strides[1])
+        rois = _rois(boxes_xywh.to(t2.dtype))  # the pooling contracts only the part of the maps they touch
+        p2 = prroi_pool(t2, rois, 5, 1.0 / self.strides[0])
+        p3 = prroi_pool(t3, rois, 3, 1.0 / self.strides[1])
         hidden = torch.cat([self.box_fc2(p2), self.box_fc3(p3)], dim=1)
         return self.predictor(hidden).reshape(n, s)
 

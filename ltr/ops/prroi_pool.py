@@ -34,12 +34,11 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-__all__ = ["PrRoIPool", "prroi_pool", "prroi_pool_image"]
+__all__ = ["PrRoIPool", "prroi_pool"]
 
-# Use the padded all-images path while B * max(rois per image) <= _MAX_PADDING * N. Measured on CPU (1 thread,
-# 8 images, 128 rois): with even spreads the two paths cost the same; with random image indices (44% padding)
-# the padded path was 1.3x slower forward and 1.7x slower forward+backward. Its advantage is far fewer thread
-# synchronisations, which matters on an oversubscribed machine.
+# Use the padded all-images path while B * max(rois per image) <= _MAX_PADDING * N: with little padding it does
+# the same arithmetic in fewer, larger products; with much padding the per-image path does less
+# (benchmarks/prroi_pool.py compares them).
 _MAX_PADDING = 1.25
 
 
@@ -327,56 +326,6 @@ def prroi_pool(
         pooled = _pool_padded(features, weights_x, weights_y, layout)
     else:
         pooled = _pool_per_image(features, weights_x, weights_y, layout)
-    return pooled.permute(0, 2, 3, 1).contiguous()  # (N, out_w, C, out_h) -> (N, C, out_h, out_w)
-
-
-def prroi_pool_image(
-    features: Tensor,
-    boxes: Tensor,
-    output_size: int | tuple[int, int],
-    spatial_scale: float,
-) -> Tensor:
-    """:func:`prroi_pool` for boxes in a single image, with no host synchronisation.
-
-    :func:`prroi_pool` reads the rois' image indices and extent on the host (to group them and to cut the
-    map to the part they touch); this variant does neither, so a caller that scores boxes many times per
-    frame (the tracker's refinement) never waits for the device. It contracts the whole map, so keep the map
-    small (a window around the boxes) on a CPU.
-
-    Args:
-        features: (1, C, H, W) float tensor.
-        boxes: (N, 4) xyxy image pixels (same conventions as :func:`prroi_pool`).
-        output_size: ``out`` or ``(out_h, out_w)`` bins per box.
-        spatial_scale: feature-grid units per image pixel.
-
-    Returns:
-        (N, C, out_h, out_w), differentiable w.r.t. ``features`` and ``boxes``; equal to
-        ``prroi_pool(features, cat([zeros(N, 1), boxes], 1), output_size, spatial_scale)``.
-    """
-    if not isinstance(features, Tensor) or features.dim() != 4 or features.shape[0] != 1:
-        raise ValueError(
-            "prroi_pool_image: features must be a (1, C, H, W) tensor, got "
-            f"{tuple(features.shape) if isinstance(features, Tensor) else type(features).__name__}"
-        )
-    if not isinstance(boxes, Tensor) or boxes.dim() != 2 or boxes.shape[1] != 4:
-        raise ValueError(
-            "prroi_pool_image: boxes must be a (N, 4) xyxy tensor, got "
-            f"{tuple(boxes.shape) if isinstance(boxes, Tensor) else type(boxes).__name__}"
-        )
-    _check_scale(spatial_scale)
-    out_h, out_w = _pair(output_size)
-    _, channels, height, width = features.shape
-    num_rois = boxes.shape[0]
-    if num_rois == 0:
-        return features.new_zeros((0, channels, out_h, out_w))
-    compute_dtype = torch.float32 if features.device.type == "mps" else torch.float64
-    weights_x, weights_y = _box_weights(
-        boxes.to(compute_dtype) * spatial_scale, (0, 0), (out_h, out_w), (height, width), features.dtype
-    )
-    # one image holding every roi in input order: the padded path's layout is dense, no host values needed
-    position = torch.arange(num_rois, device=features.device)
-    layout = _Layout(position, [num_rois], position, True, True, (0, height), (0, width))
-    pooled = _pool_padded(features, weights_x, weights_y, layout)
     return pooled.permute(0, 2, 3, 1).contiguous()  # (N, out_w, C, out_h) -> (N, C, out_h, out_w)
 
 

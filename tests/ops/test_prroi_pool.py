@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from ltr.ops import PrRoIPool, prroi_pool, prroi_pool_image
+from ltr.ops import PrRoIPool, prroi_pool
 
 prroi_pool_module = importlib.import_module("ltr.ops.prroi_pool")  # the package attribute is the function
 
@@ -348,38 +348,3 @@ def test_sorted_rois_with_fewer_in_the_last_image_take_the_padded_grid_correctly
             1 / 8,
         )
         assert torch.allclose(pooled[i], single[0], atol=1e-12)
-
-
-@pytest.mark.parametrize("output_size", [5, (3, 4)])
-def test_single_image_variant_equals_prroi_pool_and_is_box_differentiable(output_size) -> None:
-    gen = torch.Generator().manual_seed(3)
-    feats = torch.randn(1, 3, 9, 11, generator=gen, dtype=torch.float64)
-    # inside, crossing the border, outside, sub-pixel and zero-area boxes (image pixels, stride 4)
-    boxes = torch.tensor(
-        [
-            [5.0, 6.0, 20.0, 30.0],
-            [-8.0, 10.0, 12.0, 50.0],
-            [60.0, 60.0, 70.0, 80.0],
-            [13.2, 14.1, 13.9, 14.5],
-            [10.0, 10.0, 10.0, 25.0],
-        ],
-        dtype=torch.float64,
-    )
-    rois = torch.cat([torch.zeros(5, 1, dtype=torch.float64), boxes], dim=1)
-    expected = prroi_pool(feats, rois, output_size, 0.25)
-    torch.testing.assert_close(
-        prroi_pool_image(feats, boxes, output_size, 0.25), expected, rtol=1e-12, atol=1e-12
-    )
-    assert expected[0].abs().sum() > 0 and expected[4].abs().sum() == 0
-    boxes_var = boxes[:4].clone().requires_grad_(True)
-    feats_var = feats.clone().requires_grad_(True)
-    assert torch.autograd.gradcheck(
-        lambda f, b: prroi_pool_image(f, b, output_size, 0.25), (feats_var, boxes_var), eps=1e-6, atol=1e-6
-    )
-
-
-def test_single_image_variant_rejects_batches() -> None:
-    with pytest.raises(ValueError, match=r"\(1, C, H, W\)"):
-        prroi_pool_image(torch.zeros(2, 3, 4, 4), torch.zeros(1, 4), 2, 1.0)
-    with pytest.raises(ValueError, match=r"\(N, 4\)"):
-        prroi_pool_image(torch.zeros(1, 3, 4, 4), torch.zeros(1, 5), 2, 1.0)
