@@ -23,6 +23,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from ltr.admin.registry import Registry
 from ltr.ebm import losses
 from ltr.ebm.densities import BetaMode, GaussianMixture
 
@@ -246,21 +247,26 @@ class DSM:
         )
 
 
-METHODS: dict[str, type] = {
-    "ml_is": MLIS,
-    "kld_is": KLDIS,
-    "ml_mcmc": MLMCMC,
-    "nce": NCE,
-    "sm": SM,
-    "dsm": DSM,
-    "nce_plus": NCEPlus,
-}
+#: method name (the configs' ``method`` / ``box_method``) -> its dataclass.
+METHODS: Registry[type] = Registry(
+    "EBM training method",
+    {
+        "ml_is": MLIS,
+        "kld_is": KLDIS,
+        "ml_mcmc": MLMCMC,
+        "nce": NCE,
+        "sm": SM,
+        "dsm": DSM,
+        "nce_plus": NCEPlus,
+    },
+)
 
 
 def build_method(name: str, **kwargs) -> Callable[..., LossResult]:
-    """The method object for ``name`` (one of :data:`METHODS`) with its hyperparameters as keyword args."""
-    if name not in METHODS:
-        raise ValueError(f"unknown EBM training method {name!r}; choose one of {sorted(METHODS)}")
+    """The method object for ``name`` (one of :data:`METHODS`) with its hyperparameters as keyword args.
+
+    Raises :class:`ltr.admin.registry.UnknownName` (a ValueError) for an unknown name and ValueError for an
+    unknown hyperparameter."""
     cls = METHODS[name]
     known = set(cls.__dataclass_fields__)
     unknown = set(kwargs) - known
