@@ -13,6 +13,8 @@ from typing import Literal
 
 import numpy as np
 
+from ltr.admin.registry import Registry
+
 #: What happens to a frame of some category for one metric: ``fail`` (never a success), ``success``
 #: (always a success), ``drop`` (removed from numerator and denominator), ``score`` (computed as usual).
 Outcome = Literal["fail", "success", "drop", "score"]
@@ -136,7 +138,8 @@ def _threshold_sets() -> dict[str, ThresholdSet]:
     }
 
 
-THRESHOLD_SETS: dict[str, ThresholdSet] = _threshold_sets()
+#: threshold-set name (``Protocol.thresholds``) -> its thresholds.
+THRESHOLD_SETS: Registry[ThresholdSet] = Registry("threshold set", _threshold_sets())
 
 _PYTRACKING = Protocol(
     name="pytracking",
@@ -145,175 +148,179 @@ _PYTRACKING = Protocol(
     nan_gt="error",
 )
 
-PROTOCOLS: dict[str, Protocol] = {
-    p.name: p
-    for p in [
-        Protocol(
-            name="otb_matlab",
-            description="OTB MATLAB toolkit (calcSeqErrRobust.m, plotDrawSave.m)",
-            nan_prediction="previous",
-            nan_row="all",
-            negative_size_prediction="previous",
-            zero_size_prediction="previous",
-            longer_prediction="error",
-            shorter_prediction="error",
-            gt_valid_rule="all_positive",
-            invalid_gt_iou="fail",
-            invalid_gt_center="success",
-            invalid_gt_norm_center="success",
-            thresholds="matlab",
-            drop_zero_sequences=True,
-        ),
-        Protocol(
-            name="lasot_matlab",
-            description="LaSOT MATLAB toolkit (calc_seq_err_robust.m, eval_tracker.m): as OTB, absent frames "
-            "removed but still in the denominator (they fail)",
-            nan_prediction="previous",
-            negative_size_prediction="previous",
-            zero_size_prediction="previous",
-            longer_prediction="truncate",
-            shorter_prediction="error",
-            gt_valid_rule="all_positive",
-            invalid_gt_iou="fail",
-            invalid_gt_center="success",
-            invalid_gt_norm_center="success",
-            use_visibility=True,
-            absent="fail",
-            thresholds="matlab",
-            drop_zero_sequences=True,
-        ),
-        _PYTRACKING,
-        _PYTRACKING.with_options(
-            name="pytracking_uav",
-            description="pytracking for UAV123: NaN GT rows are invalid frames that count as precision "
-            "successes (centre error -1)",
-            nan_gt="invalid",
-            invalid_gt_center="success",
-        ),
-        _PYTRACKING.with_options(
-            name="pytracking_nfs",
-            description="pytracking for NfS read from the raw VATIC files: frames without an annotation (NaN "
-            "rows) are invalid frames instead of an exception (pytracking's repackaged NfS has none)",
-            nan_gt="invalid",
-        ),
-        _PYTRACKING.with_options(
-            name="pytracking_lasot",
-            description="pytracking for LaSOT: invisible frames fail all metrics, shorter results are errors",
-            use_visibility=True,
-            absent="fail",
-            shorter_prediction="error",
-        ),
-        _PYTRACKING.with_options(
-            name="pytracking_visibility",
-            description="pytracking with per-frame visibility (absent frames fail all metrics); NaN GT rows "
-            "are invalid frames (embedded synthetic data, OTB-layout folders with absent.label)",
-            use_visibility=True,
-            absent="fail",
-            nan_gt="invalid",
-        ),
-        Protocol(
-            name="got10k_toolkit",
-            description="got10k toolkit ExperimentOTB/UAV123/NfS: continuous IoU (+eps, clipped), length "
-            "mismatch truncates both, no bad-row fixes (NaN rows fail, GT NaN rows included)",
-            nan_prediction="score",
-            negative_size_prediction="score",
-            zero_size_prediction="score",
-            longer_prediction="truncate",
-            shorter_prediction="truncate_gt",
-            gt_valid_rule="any",
-            invalid_gt_iou="score",
-            invalid_gt_center="score",
-            invalid_gt_norm_center="score",
-            iou_union_eps=float(np.finfo(np.float64).eps),
-            clip_iou=True,
-            norm_size_floor=1.0,
-            thresholds="got10k",
-            norm_precision_score="area",
-        ),
-        Protocol(
-            name="got10k_toolkit_lasot",
-            description="got10k toolkit ExperimentLaSOT: as got10k_toolkit, but NaN GT rows are dropped; "
-            "absent flags ignored; norm. precision = area of the 51-point curve, error / max(1, GT w, h)",
-            nan_prediction="score",
-            negative_size_prediction="score",
-            zero_size_prediction="score",
-            longer_prediction="truncate",
-            shorter_prediction="truncate_gt",
-            gt_valid_rule="finite",
-            invalid_gt_iou="drop",
-            invalid_gt_center="drop",
-            invalid_gt_norm_center="drop",
-            iou_union_eps=float(np.finfo(np.float64).eps),
-            clip_iou=True,
-            norm_size_floor=1.0,
-            thresholds="got10k",
-            norm_precision_score="area",
-        ),
-        Protocol(
-            name="got10k_val",
-            description="got10k toolkit ExperimentGOT10k: frame 1 and cover==0 frames excluded, boxes "
-            "clipped to the image, AO/SR pooled over all frames of all sequences and runs",
-            nan_prediction="score",
-            negative_size_prediction="score",
-            zero_size_prediction="score",
-            longer_prediction="error",
-            shorter_prediction="error",
-            exclude_first_frame=True,
-            gt_valid_rule="any",
-            invalid_gt_iou="score",
-            invalid_gt_center="score",
-            invalid_gt_norm_center="score",
-            use_visibility=True,
-            visibility_source="cover",
-            absent="drop",
-            iou_union_eps=float(np.finfo(np.float64).eps),
-            clip_iou=True,
-            clip_to_image=True,
-            thresholds="got10k_101",
-            aggregation="frame_pooled",
-        ),
-        Protocol(
-            name="trackingnet",
-            description="TrackingNet devkit metrics.py: boxes rounded to integers, IoU >= t, every score is "
-            "np.trapz(curve, x=linspace(0, 1, 21)) x 100",
-            nan_prediction="score",
-            negative_size_prediction="score",
-            zero_size_prediction="score",
-            longer_prediction="truncate",
-            shorter_prediction="pad_nan",
-            round_boxes=True,
-            gt_valid_rule="any",
-            invalid_gt_iou="score",
-            invalid_gt_center="score",
-            invalid_gt_norm_center="score",
-            center_offset=1,
-            thresholds="trackingnet",
-            success_inclusive=True,
-            success_score="trapezoid",
-            precision_score="trapezoid",
-            norm_precision_score="trapezoid",
-        ),
-        Protocol(
-            name="pysot",
-            description="pysot-toolkit OPEBenchmark: no first-frame replacement, invalid GT fails IoU and "
-            "succeeds precision, LaSOT absent frames removed but counted",
-            nan_prediction="score",
-            negative_size_prediction="score",
-            zero_size_prediction="score",
-            longer_prediction="error",
-            shorter_prediction="error",
-            first_frame_gt=False,
-            gt_valid_rule="positive_size",
-            invalid_gt_iou="fail",
-            invalid_gt_center="success",
-            invalid_gt_norm_center="success",
-            use_visibility=True,
-            absent="fail",
-            clip_iou=True,
-            thresholds="pytracking",
-        ),
-    ]
-}
+#: protocol name (``--protocol``, :data:`DATASET_PROTOCOLS`) -> the protocol.
+PROTOCOLS: Registry[Protocol] = Registry(
+    "evaluation protocol",
+    {
+        p.name: p
+        for p in [
+            Protocol(
+                name="otb_matlab",
+                description="OTB MATLAB toolkit (calcSeqErrRobust.m, plotDrawSave.m)",
+                nan_prediction="previous",
+                nan_row="all",
+                negative_size_prediction="previous",
+                zero_size_prediction="previous",
+                longer_prediction="error",
+                shorter_prediction="error",
+                gt_valid_rule="all_positive",
+                invalid_gt_iou="fail",
+                invalid_gt_center="success",
+                invalid_gt_norm_center="success",
+                thresholds="matlab",
+                drop_zero_sequences=True,
+            ),
+            Protocol(
+                name="lasot_matlab",
+                description="LaSOT MATLAB toolkit (calc_seq_err_robust.m, eval_tracker.m): as OTB, absent frames "
+                "removed but still in the denominator (they fail)",
+                nan_prediction="previous",
+                negative_size_prediction="previous",
+                zero_size_prediction="previous",
+                longer_prediction="truncate",
+                shorter_prediction="error",
+                gt_valid_rule="all_positive",
+                invalid_gt_iou="fail",
+                invalid_gt_center="success",
+                invalid_gt_norm_center="success",
+                use_visibility=True,
+                absent="fail",
+                thresholds="matlab",
+                drop_zero_sequences=True,
+            ),
+            _PYTRACKING,
+            _PYTRACKING.with_options(
+                name="pytracking_uav",
+                description="pytracking for UAV123: NaN GT rows are invalid frames that count as precision "
+                "successes (centre error -1)",
+                nan_gt="invalid",
+                invalid_gt_center="success",
+            ),
+            _PYTRACKING.with_options(
+                name="pytracking_nfs",
+                description="pytracking for NfS read from the raw VATIC files: frames without an annotation (NaN "
+                "rows) are invalid frames instead of an exception (pytracking's repackaged NfS has none)",
+                nan_gt="invalid",
+            ),
+            _PYTRACKING.with_options(
+                name="pytracking_lasot",
+                description="pytracking for LaSOT: invisible frames fail all metrics, shorter results are errors",
+                use_visibility=True,
+                absent="fail",
+                shorter_prediction="error",
+            ),
+            _PYTRACKING.with_options(
+                name="pytracking_visibility",
+                description="pytracking with per-frame visibility (absent frames fail all metrics); NaN GT rows "
+                "are invalid frames (embedded synthetic data, OTB-layout folders with absent.label)",
+                use_visibility=True,
+                absent="fail",
+                nan_gt="invalid",
+            ),
+            Protocol(
+                name="got10k_toolkit",
+                description="got10k toolkit ExperimentOTB/UAV123/NfS: continuous IoU (+eps, clipped), length "
+                "mismatch truncates both, no bad-row fixes (NaN rows fail, GT NaN rows included)",
+                nan_prediction="score",
+                negative_size_prediction="score",
+                zero_size_prediction="score",
+                longer_prediction="truncate",
+                shorter_prediction="truncate_gt",
+                gt_valid_rule="any",
+                invalid_gt_iou="score",
+                invalid_gt_center="score",
+                invalid_gt_norm_center="score",
+                iou_union_eps=float(np.finfo(np.float64).eps),
+                clip_iou=True,
+                norm_size_floor=1.0,
+                thresholds="got10k",
+                norm_precision_score="area",
+            ),
+            Protocol(
+                name="got10k_toolkit_lasot",
+                description="got10k toolkit ExperimentLaSOT: as got10k_toolkit, but NaN GT rows are dropped; "
+                "absent flags ignored; norm. precision = area of the 51-point curve, error / max(1, GT w, h)",
+                nan_prediction="score",
+                negative_size_prediction="score",
+                zero_size_prediction="score",
+                longer_prediction="truncate",
+                shorter_prediction="truncate_gt",
+                gt_valid_rule="finite",
+                invalid_gt_iou="drop",
+                invalid_gt_center="drop",
+                invalid_gt_norm_center="drop",
+                iou_union_eps=float(np.finfo(np.float64).eps),
+                clip_iou=True,
+                norm_size_floor=1.0,
+                thresholds="got10k",
+                norm_precision_score="area",
+            ),
+            Protocol(
+                name="got10k_val",
+                description="got10k toolkit ExperimentGOT10k: frame 1 and cover==0 frames excluded, boxes "
+                "clipped to the image, AO/SR pooled over all frames of all sequences and runs",
+                nan_prediction="score",
+                negative_size_prediction="score",
+                zero_size_prediction="score",
+                longer_prediction="error",
+                shorter_prediction="error",
+                exclude_first_frame=True,
+                gt_valid_rule="any",
+                invalid_gt_iou="score",
+                invalid_gt_center="score",
+                invalid_gt_norm_center="score",
+                use_visibility=True,
+                visibility_source="cover",
+                absent="drop",
+                iou_union_eps=float(np.finfo(np.float64).eps),
+                clip_iou=True,
+                clip_to_image=True,
+                thresholds="got10k_101",
+                aggregation="frame_pooled",
+            ),
+            Protocol(
+                name="trackingnet",
+                description="TrackingNet devkit metrics.py: boxes rounded to integers, IoU >= t, every score is "
+                "np.trapz(curve, x=linspace(0, 1, 21)) x 100",
+                nan_prediction="score",
+                negative_size_prediction="score",
+                zero_size_prediction="score",
+                longer_prediction="truncate",
+                shorter_prediction="pad_nan",
+                round_boxes=True,
+                gt_valid_rule="any",
+                invalid_gt_iou="score",
+                invalid_gt_center="score",
+                invalid_gt_norm_center="score",
+                center_offset=1,
+                thresholds="trackingnet",
+                success_inclusive=True,
+                success_score="trapezoid",
+                precision_score="trapezoid",
+                norm_precision_score="trapezoid",
+            ),
+            Protocol(
+                name="pysot",
+                description="pysot-toolkit OPEBenchmark: no first-frame replacement, invalid GT fails IoU and "
+                "succeeds precision, LaSOT absent frames removed but counted",
+                nan_prediction="score",
+                negative_size_prediction="score",
+                zero_size_prediction="score",
+                longer_prediction="error",
+                shorter_prediction="error",
+                first_frame_gt=False,
+                gt_valid_rule="positive_size",
+                invalid_gt_iou="fail",
+                invalid_gt_center="success",
+                invalid_gt_norm_center="success",
+                use_visibility=True,
+                absent="fail",
+                clip_iou=True,
+                thresholds="pytracking",
+            ),
+        ]
+    },
+)
 
 #: THE mapping dataset name -> default protocol (the toolkit whose numbers papers report for it).
 DATASET_PROTOCOLS: dict[str, str] = {
@@ -330,9 +337,8 @@ DATASET_PROTOCOLS: dict[str, str] = {
 
 
 def get_protocol(name: str) -> Protocol:
-    """A protocol by its name (a key of :data:`PROTOCOLS`)."""
-    if name not in PROTOCOLS:
-        raise KeyError(f"unknown evaluation protocol {name!r}; choose one of {sorted(PROTOCOLS)}")
+    """A protocol by its name (a key of :data:`PROTOCOLS`); an unknown name raises
+    :class:`ltr.admin.registry.UnknownName` (a KeyError)."""
     return PROTOCOLS[name]
 
 

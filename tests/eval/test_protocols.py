@@ -5,7 +5,14 @@ import pytest
 
 from eval.evaluation import evaluate_run
 from eval.frame_errors import ResultError, SequenceInput
-from eval.protocols import DATASET_PROTOCOLS, PROTOCOLS, get_protocol, matlab_colon, protocol_for_dataset
+from eval.protocols import (
+    DATASET_PROTOCOLS,
+    PROTOCOLS,
+    THRESHOLD_SETS,
+    get_protocol,
+    matlab_colon,
+    protocol_for_dataset,
+)
 from ltr.dataset.registry import BENCHMARKS
 
 BOX = [1.0, 1.0, 10.0, 10.0]
@@ -44,6 +51,10 @@ def test_every_dataset_maps_to_a_known_protocol():
         protocol_for_dataset("imagenet")
     with pytest.raises(KeyError, match="unknown protocol option"):
         get_protocol("pytracking").with_options(no_such_option=1)
+    with pytest.raises(KeyError, match=r"unknown evaluation protocol 'otb'; choose one of \['otb_matlab', "):
+        get_protocol("otb")
+    # every protocol's threshold set exists
+    assert {p.thresholds for p in PROTOCOLS.values()} <= set(THRESHOLD_SETS)
 
 
 def test_matlab_colon_is_symmetric():
