@@ -24,14 +24,19 @@ import torchvision
 from torch import Tensor, nn
 from torchvision.models.resnet import BasicBlock, Bottleneck
 
+from ltr.admin.registry import Registry
+
 LAYERS = ("conv1", "layer1", "layer2", "layer3", "layer4")
 STRIDES = {"conv1": 2, "layer1": 4, "layer2": 8, "layer3": 16, "layer4": 32}
 
-# arch -> (block, blocks per stage, torchvision constructor name, torchvision weights enum name)
-_ARCHS: dict[str, tuple[type[nn.Module], tuple[int, int, int, int], str]] = {
-    "resnet18": (BasicBlock, (2, 2, 2, 2), "ResNet18_Weights"),
-    "resnet50": (Bottleneck, (3, 4, 6, 3), "ResNet50_Weights"),
-}
+#: arch name (``NetConfig.backbone``) -> (block, blocks per stage, torchvision weights enum name)
+ARCHS: Registry[tuple[type[nn.Module], tuple[int, int, int, int], str]] = Registry(
+    "backbone arch",
+    {
+        "resnet18": (BasicBlock, (2, 2, 2, 2), "ResNet18_Weights"),
+        "resnet50": (Bottleneck, (3, 4, 6, 3), "ResNet50_Weights"),
+    },
+)
 
 
 class MissingWeightsError(FileNotFoundError):
@@ -45,16 +50,12 @@ def pretrained_weights_path(arch: str) -> Path:
 
 
 def _weights_enum(arch: str):
-    if arch not in _ARCHS:
-        raise ValueError(f"unknown backbone arch {arch!r}; choose one of {sorted(_ARCHS)}")
-    return getattr(torchvision.models, _ARCHS[arch][2]).IMAGENET1K_V1
+    return getattr(torchvision.models, ARCHS[arch][2]).IMAGENET1K_V1
 
 
 def layer_channels(arch: str, base_width: int = 64) -> dict[str, int]:
     """Output channels of every layer of ``arch`` with stem width ``base_width``."""
-    if arch not in _ARCHS:
-        raise ValueError(f"unknown backbone arch {arch!r}; choose one of {sorted(_ARCHS)}")
-    expansion = _ARCHS[arch][0].expansion
+    expansion = ARCHS[arch][0].expansion
     w = base_width
     return {
         "conv1": w,
@@ -67,7 +68,7 @@ def layer_channels(arch: str, base_width: int = 64) -> dict[str, int]:
 
 def _build_trunk(arch: str, base_width: int, num_stages: int) -> nn.ModuleDict:
     """A torchvision-layout ResNet trunk (conv1, bn1, layer1..layer<num_stages>) of torchvision blocks."""
-    block, counts, _ = _ARCHS[arch]
+    block, counts, _ = ARCHS[arch]
     w = base_width
     modules: dict[str, nn.Module] = {
         "conv1": nn.Conv2d(3, w, kernel_size=7, stride=2, padding=3, bias=False),
@@ -119,8 +120,7 @@ class ResNetBackbone(nn.Module):
         base_width: int = 64,
     ) -> None:
         super().__init__()
-        if arch not in _ARCHS:
-            raise ValueError(f"unknown backbone arch {arch!r}; choose one of {sorted(_ARCHS)}")
+        channels = layer_channels(arch, base_width)  # an unknown arch is the first error
         for name, names in (("output_layers", output_layers), ("frozen_layers", frozen_layers)):
             bad = [n for n in names if n not in LAYERS]
             if bad:
@@ -135,7 +135,7 @@ class ResNetBackbone(nn.Module):
         self.output_layers = tuple(output_layers)
         self.frozen_layers = tuple(frozen_layers)
         self.base_width = base_width
-        self.channels = layer_channels(arch, base_width)
+        self.channels = channels
         self.strides = dict(STRIDES)
         deepest = max(LAYERS.index(n) for n in self.output_layers)
         self._run_layers = LAYERS[: deepest + 1]

@@ -93,5 +93,7 @@ def test_bad_arguments_are_named():
         ResNetBackbone(arch="resnet18", pretrained=False, frozen_layers=("layer9",))
     with pytest.raises(ValueError, match="base_width"):
         ResNetBackbone(arch="resnet18", pretrained=True, base_width=16)
-    with pytest.raises(ValueError, match="arch"):
-        ResNetBackbone(arch="vgg16", pretrained=False)
+    with pytest.raises(
+        ValueError, match=r"unknown backbone arch 'vgg16'; choose one of \['resnet18', 'resnet50'\]"
+    ):
+        ResNetBackbone(arch="vgg16", pretrained=False, frozen_layers=("layer9",))  # the arch is named first
