@@ -49,6 +49,7 @@ import torch
 
 from ltr.admin.checkpoint import FORMAT, VERSION, save_checkpoint
 from ltr.admin.config import to_dict
+from ltr.admin.registry import Registry
 from ltr.models.tracking import NetConfig, build_dimpnet
 from ltr.train_settings.dimp import SETTINGS, DiMPTrainConfig
 
@@ -364,67 +365,71 @@ def _dimpnet50_preset(
     )
 
 
-PRESETS: dict[str, Preset] = {
-    "dimp50": _dimpnet50_preset(
-        "dimp50",
-        ("dimp50.pth", "dimp50.pth.tar"),
-        # label sigma: output sigma factor 1/4 / search area factor 5 x feature size 18 cells
-        label_init_sigma=18 * 0.25 / 5.0,
-        # 18 x 16 pixel crops of 5 x the target's size, borders replicated (no shrinking, so no limit on it)
-        data={
-            "crop_size": 288,
-            "search_area_factor": 5.0,
-            "crop_mode": "replicate",
-            "max_scale_change": math.inf,
-        },
-    ),
-    "super_dimp": _dimpnet50_preset(
-        "super_dimp",
-        ("super_dimp.pth.tar", "super_dimp.pth"),
-        label_init_sigma=22 * 0.25 / 6.0,
-        data={
-            "crop_size": 352,
-            "search_area_factor": 6.0,
-            "crop_mode": "inside_major",
-            "max_scale_change": 1.5,
-        },
-    ),
-    "prdimp50": Preset(
-        name="prdimp50",
-        file_names=("prdimp50.pth.tar", "prdimp50.pth"),
-        fun_module="ltr.models.tracking.dimpnet",
-        fun_names=("klcedimpnet50",),
-        structure=KLCEDIMPNET50_STRUCTURE,
-        defaults=KLCEDIMPNET50_DEFAULTS,
-        free=KLCEDIMPNET50_FREE,
-        # DiMP-50's names; the optimizer has only log_step_length and filter_reg (no label/mask/weight maps)
-        key_map=DIMPNET_KEY_MAP,
-        dropped=DIMPNET_DROPPED,
-        net={
-            **DIMP50_NET,
-            "label_init_sigma": 18 * 0.25 / 5.0,
-            "filter_optimizer": "newton_kl",
-            "optim_init_step": 1.0,
-            "optim_init_reg": 0.05,
-            "optim_min_reg": 0.05,
-            "kl_label_sigma": 0.25 / 5.0 * 18,
-            "kl_alpha_eps": 0.05,
-            "kl_normalize_label": True,
-            "kl_label_threshold": 0.0,
-            "kl_label_shrink": 0.0,
-            "kl_uniform_weight": 0.0,
-            "kl_softmax_reg": None,
-        },
-        # the crops of pytracking's PrDiMP-50 parameter file (it trains on DiMP-50's 288-pixel crops of 5x
-        # the target, but tracks with SuperDiMP's)
-        data={
-            "crop_size": 352,
-            "search_area_factor": 6.0,
-            "crop_mode": "inside_major",
-            "max_scale_change": 1.5,
-        },
-    ),
-}
+#: preset name (``--preset``) -> the preset.
+PRESETS: Registry[Preset] = Registry(
+    "pytracking preset",
+    {
+        "dimp50": _dimpnet50_preset(
+            "dimp50",
+            ("dimp50.pth", "dimp50.pth.tar"),
+            # label sigma: output sigma factor 1/4 / search area factor 5 x feature size 18 cells
+            label_init_sigma=18 * 0.25 / 5.0,
+            # 18 x 16 pixel crops of 5 x the target's size, borders replicated (no shrinking, so no limit on it)
+            data={
+                "crop_size": 288,
+                "search_area_factor": 5.0,
+                "crop_mode": "replicate",
+                "max_scale_change": math.inf,
+            },
+        ),
+        "super_dimp": _dimpnet50_preset(
+            "super_dimp",
+            ("super_dimp.pth.tar", "super_dimp.pth"),
+            label_init_sigma=22 * 0.25 / 6.0,
+            data={
+                "crop_size": 352,
+                "search_area_factor": 6.0,
+                "crop_mode": "inside_major",
+                "max_scale_change": 1.5,
+            },
+        ),
+        "prdimp50": Preset(
+            name="prdimp50",
+            file_names=("prdimp50.pth.tar", "prdimp50.pth"),
+            fun_module="ltr.models.tracking.dimpnet",
+            fun_names=("klcedimpnet50",),
+            structure=KLCEDIMPNET50_STRUCTURE,
+            defaults=KLCEDIMPNET50_DEFAULTS,
+            free=KLCEDIMPNET50_FREE,
+            # DiMP-50's names; the optimizer has only log_step_length and filter_reg (no label/mask/weight maps)
+            key_map=DIMPNET_KEY_MAP,
+            dropped=DIMPNET_DROPPED,
+            net={
+                **DIMP50_NET,
+                "label_init_sigma": 18 * 0.25 / 5.0,
+                "filter_optimizer": "newton_kl",
+                "optim_init_step": 1.0,
+                "optim_init_reg": 0.05,
+                "optim_min_reg": 0.05,
+                "kl_label_sigma": 0.25 / 5.0 * 18,
+                "kl_alpha_eps": 0.05,
+                "kl_normalize_label": True,
+                "kl_label_threshold": 0.0,
+                "kl_label_shrink": 0.0,
+                "kl_uniform_weight": 0.0,
+                "kl_softmax_reg": None,
+            },
+            # the crops of pytracking's PrDiMP-50 parameter file (it trains on DiMP-50's 288-pixel crops of 5x
+            # the target, but tracks with SuperDiMP's)
+            data={
+                "crop_size": 352,
+                "search_area_factor": 6.0,
+                "crop_mode": "inside_major",
+                "max_scale_change": 1.5,
+            },
+        ),
+    },
+)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -728,7 +733,8 @@ def convert(src: str | Path, dst: str | Path, preset: str | Preset | None = None
     """Convert pytracking checkpoint ``src`` into this toolkit's checkpoint ``dst`` (written atomically).
 
     ``preset``: a name in :data:`PRESETS` (or a :class:`Preset`); None picks it from ``src``'s file name.
-    Returns ``dst``. Raises :class:`PytrackingFormatError` (see the module docstring).
+    Returns ``dst``. Raises :class:`PytrackingFormatError` (see the module docstring), or
+    :class:`ltr.admin.registry.UnknownName` (a ValueError) for an unknown preset name.
     """
     src = Path(src)
     if not src.is_file():
@@ -736,8 +742,6 @@ def convert(src: str | Path, dst: str | Path, preset: str | Preset | None = None
     if preset is None:
         preset = preset_for_file(src)
     elif isinstance(preset, str):
-        if preset not in PRESETS:
-            raise PytrackingFormatError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
         preset = PRESETS[preset]
     loaded = read_pytracking_file(src)
     check_constructor(loaded.constructor, preset, src)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from ltr.admin import import_pytracking
 from ltr.admin.checkpoint import load_checkpoint
 from ltr.admin.config import from_dict, to_dict
 from ltr.admin.import_pytracking import (
@@ -35,6 +36,7 @@ from ltr.admin.import_pytracking import (
     read_pytracking_file,
     train_config,
 )
+from ltr.admin.registry import Registry
 from ltr.models.target_classifier import SteepestDescentNewtonKL
 from ltr.models.tracking import NetConfig
 from ltr.train_settings.dimp import SETTINGS, DiMPTrainConfig
@@ -217,7 +219,8 @@ def test_preset_is_taken_from_the_published_file_name(tmp_path):
 
 def test_cli_converts_and_reports_errors_in_one_line(tmp_path, capsys, monkeypatch):
     src = _write(tmp_path, kwds=SUPER_DIMP_KWDS)
-    monkeypatch.setitem(PRESETS, "tiny", TINY)  # offered by --preset like the published ones
+    # offered by --preset like the published ones
+    monkeypatch.setattr(import_pytracking, "PRESETS", Registry(PRESETS.kind, {**PRESETS, "tiny": TINY}))
     assert main([str(src), str(tmp_path / "ok.pth.tar"), "--preset", "tiny"]) == 0
     assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'ok.pth.tar'}"
     assert load_checkpoint(tmp_path / "ok.pth.tar")["setting"] == "pytracking/tiny"
@@ -232,6 +235,8 @@ def test_cli_converts_and_reports_errors_in_one_line(tmp_path, capsys, monkeypat
     with pytest.raises(SystemExit) as info:  # argparse's own usage error
         main([str(src), str(tmp_path / "x.pth.tar"), "--preset", "unknown"])
     assert info.value.code == 2
+    with pytest.raises(ValueError, match=r"unknown pytracking preset 'unknown'; choose one of \['dimp50', "):
+        convert(src, tmp_path / "x.pth.tar", "unknown")
 
 
 # ----------------------------------------------------------------------------------------------------
