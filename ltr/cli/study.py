@@ -1,4 +1,7 @@
-"""Run a many-run study: ``python ltr/run_study.py regression_1d [options] [key=value ...]``.
+"""Run a many-run study: ``python ltr/run_study.py STUDY [options] [key=value ...]``.
+
+STUDY (a name of :data:`STUDIES`) is ``regression_1d`` (below) or ``detection`` (ltr/detection/study.py);
+``run_study.py STUDY -h`` lists its options.
 
 regression_1d trains ``--runs`` models per (method, dataset) at once (:mod:`ltr.regression_1d.ensemble`),
 evaluates D_KL as in the paper and writes results.json, table.md and figures into ``--out``
@@ -10,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ltr.admin.config import ConfigError
 from ltr.admin.paths import workspace_dir
+from ltr.admin.registry import Registry, UnknownName
 from ltr.cli import fail
 
-STUDIES = ("regression_1d", "detection")
 DEFAULT_METHODS = ("ml_is", "ml_mcmc_1", "ml_mcmc_16", "kld_is", "nce", "sm", "dsm", "nce_plus")
 FAST_METHODS = ("ml_is", "kld_is", "nce", "nce_plus")
 SWEEP_METHODS = ("ml_is", "kld_is", "nce", "nce_plus")
@@ -35,10 +39,10 @@ def _str_list(text: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The options of the regression_1d study (the command line after its name)."""
     p = argparse.ArgumentParser(
-        prog="run_study.py", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+        prog="run_study.py regression_1d", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    p.add_argument("study", choices=STUDIES)
     p.add_argument("overrides", nargs="*", help="config overrides applied to every method, key=value")
     p.add_argument(
         "--methods",
@@ -83,12 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["detection"]:  # the detection study has its own options (ltr/detection/study.py)
-        from ltr.detection.study import main as detection_main
-
-        return detection_main(argv[1:])
+def run_regression_1d(argv: list[str]) -> None:
+    """The regression_1d study; ``argv``: its options (see :func:`build_parser`)."""
     args = build_parser().parse_args(argv)
     from ltr.regression_1d.study import StudySpec, run_study, run_sweep
     from ltr.train_settings.regression_1d import SETTINGS
@@ -96,9 +96,11 @@ def main(argv: list[str] | None = None) -> None:
     fast = FAST if args.fast else {}
     default_methods = SWEEP_METHODS if args.sweep_m else (FAST_METHODS if args.fast else DEFAULT_METHODS)
     methods = args.methods or list(default_methods)
-    unknown = [m for m in methods if m not in SETTINGS]
-    if unknown:
-        fail(f"unknown method(s) {unknown}; choose from {sorted(SETTINGS)}")
+    try:
+        for method in methods:
+            SETTINGS[method]  # an unknown one: the registry's error, listing the settings
+    except UnknownName as err:
+        fail(str(err))
     bad = [d for d in args.datasets if d not in (1, 2)]
     if bad:
         fail(f"--datasets must be 1 and/or 2, got {bad}")
@@ -130,6 +132,27 @@ def main(argv: list[str] | None = None) -> None:
         fail(str(err))
     print(table)
     print(f"results: {out / 'results.json'}  table: {out / 'table.md'}  figures: {out / 'figures'}")
+
+
+#: study name (the command's first argument) -> its runner, called with the rest of the command line.
+STUDIES: Registry[Callable[[list[str]], object]] = Registry(
+    "study", {"regression_1d": run_regression_1d, "detection": "ltr.detection.study:main"}
+)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``run_study.py STUDY ...``: the study's runner on the rest of the command line. Returns None, so the
+    ``ltr-study`` console script exits with status 0 whatever the runner returns."""
+    argv = sys.argv[1:] if argv is None else argv
+    p = argparse.ArgumentParser(
+        prog="run_study.py", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    p.add_argument("study", choices=STUDIES.names)
+    p.add_argument(
+        "options", nargs=argparse.REMAINDER, help="the study's options and overrides (run_study.py STUDY -h)"
+    )
+    args = p.parse_args(argv)
+    STUDIES[args.study](args.options)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from ltr.cli import study as study_cli
 from ltr.regression_1d.report import best_k_mean, table_markdown
 
@@ -89,3 +91,20 @@ def test_sweep_writes_json_and_png(tmp_path):
     sweep = json.loads((out / "sweep_m" / "sweep_m.json").read_text())
     assert set(sweep["dkl_vs_m"]["nce"]) == {"1", "4"}
     assert (out / "sweep_m" / "sweep_m.png").stat().st_size > 1000
+
+
+def test_study_cli_names_studies_and_settings_from_their_tables(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:  # argparse lists the studies of STUDIES
+        study_cli.main(["tracking"])
+    assert info.value.code == 2
+    assert "invalid choice: 'tracking' (choose from 'regression_1d', 'detection')" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:  # an unknown setting: the registry's one-line error, nothing run
+        study_cli.main(["regression_1d", "--methods", "nce,mle", "--out", str(tmp_path / "study")])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown regression_1d train setting 'mle'; choose one of ['ml_is', ")
+    assert err.count("\n") == 1 and not (tmp_path / "study").exists()
+    with pytest.raises(SystemExit) as info:  # the rest of the line goes to the study's own parser
+        study_cli.main(["detection", "--help"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: run_study.py detection ")
