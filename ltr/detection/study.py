@@ -20,6 +20,7 @@ from pathlib import Path
 from ltr.admin.config import ConfigError, apply_overrides
 from ltr.admin.io import atomic_write, atomic_write_text
 from ltr.admin.paths import lookup, workspace_dir
+from ltr.admin.registry import UnknownName
 from ltr.cli import fail
 from ltr.dataset.base import DatasetError
 
@@ -88,9 +89,11 @@ def main(argv: list[str] | None = None) -> dict:
 
     tiny = args.tiny or (not args.paper and lookup("COCO_DIR") is None)
     methods = args.methods or list(SWEEP_METHODS if args.sweep_m else TABLE_METHODS)
-    unknown = [m for m in methods if m not in METHOD_FIELDS]
-    if unknown:
-        fail(f"unknown method(s) {unknown}; choose from {sorted(METHOD_FIELDS)}")
+    try:
+        for method in methods:
+            METHOD_FIELDS[method]  # an unknown one: the registry's error, listing the methods
+    except UnknownName as err:
+        fail(str(err))
     workspace = workspace_dir(args.workspace)
     out = args.out or workspace / "study_detection"
     ms: list[int | None] = list(args.sweep_m) if args.sweep_m else [None]

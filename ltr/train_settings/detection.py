@@ -20,16 +20,20 @@ from pathlib import Path
 from ltr.admin.registry import Registry
 from ltr.detection.config import IS_SIGMAS, NCE_SIGMAS, DetectionConfig
 
-METHOD_FIELDS: dict[str, dict] = {
-    "ml_is": {"method": "ml_is", "sigmas": IS_SIGMAS},
-    "kld_is": {"method": "kld_is", "sigmas": IS_SIGMAS, "label_sigma": 0.0225},
-    "ml_mcmc_1": {"method": "ml_mcmc", "mcmc_steps": 1, "mcmc_alpha": 1e-5},
-    "ml_mcmc_4": {"method": "ml_mcmc", "mcmc_steps": 4, "mcmc_alpha": 1e-5},
-    "ml_mcmc_8": {"method": "ml_mcmc", "mcmc_steps": 8, "mcmc_alpha": 1e-5},
-    "nce": {"method": "nce", "sigmas": NCE_SIGMAS},
-    "dsm": {"method": "dsm", "dsm_sigma": 0.075},
-    "nce_plus": {"method": "nce_plus", "sigmas": NCE_SIGMAS, "beta": 0.1},
-}
+#: base setting name (the detection study's ``--methods``) -> its method's :class:`DetectionConfig` fields.
+METHOD_FIELDS: Registry[dict] = Registry(
+    "detection method",
+    {
+        "ml_is": {"method": "ml_is", "sigmas": IS_SIGMAS},
+        "kld_is": {"method": "kld_is", "sigmas": IS_SIGMAS, "label_sigma": 0.0225},
+        "ml_mcmc_1": {"method": "ml_mcmc", "mcmc_steps": 1, "mcmc_alpha": 1e-5},
+        "ml_mcmc_4": {"method": "ml_mcmc", "mcmc_steps": 4, "mcmc_alpha": 1e-5},
+        "ml_mcmc_8": {"method": "ml_mcmc", "mcmc_steps": 8, "mcmc_alpha": 1e-5},
+        "nce": {"method": "nce", "sigmas": NCE_SIGMAS},
+        "dsm": {"method": "dsm", "dsm_sigma": 0.075},
+        "nce_plus": {"method": "nce_plus", "sigmas": NCE_SIGMAS, "beta": 0.1},
+    },
+)
 
 #: The embedded default: synthetic COCO-format data, the tiny detector, a small head, a short schedule.
 TINY_FIELDS: dict = {

@@ -70,3 +70,9 @@ def test_study_paper_mode_without_coco_exits_naming_the_variable(no_config, caps
     with pytest.raises(SystemExit) as err:
         study_main(["--tiny", "--methods", "nce_plus", "not_a_key=1", "--workspace", str(no_config / "ws")])
     assert err.value.code == 2 and "not_a_key" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as err:  # the registry's error, before anything is written
+        study_main(["--tiny", "--methods", "nce_plus,mle", "--workspace", str(no_config / "ws")])
+    err_text = capsys.readouterr().err
+    assert err.value.code == 2
+    assert err_text.startswith("error: unknown detection method 'mle'; choose one of ['ml_is', 'kld_is', ")
+    assert not (no_config / "ws").exists()
