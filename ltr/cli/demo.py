@@ -19,7 +19,10 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+from ltr.admin.registry import Registry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -82,7 +85,10 @@ def regression_1d_pipeline(workspace: Path, env: dict[str, str], *, quick: bool)
     _run("1D regression study (fast variant)", args, env)
 
 
-PIPELINES = {"tracking": tracking_pipeline, "regression_1d": regression_1d_pipeline}
+#: pipeline name (``--pipeline``) -> its runner.
+PIPELINES: Registry[Callable[..., None]] = Registry(
+    "demo pipeline", {"tracking": tracking_pipeline, "regression_1d": regression_1d_pipeline}
+)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -92,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--workspace", type=Path, default=Path("workspace"), help="output root (default ./workspace)"
     )
-    p.add_argument("--pipeline", choices=sorted(PIPELINES), default="tracking")
+    p.add_argument("--pipeline", choices=PIPELINES.names, default="tracking")
     p.add_argument("--quick", action="store_true", help="smoke-test sizes (seconds, not a meaningful result)")
     args = p.parse_args(argv)
     workspace = args.workspace.resolve()
