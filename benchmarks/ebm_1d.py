@@ -21,6 +21,7 @@ import time
 
 import torch
 
+from ltr.admin.registry import UnknownName
 from ltr.regression_1d.ensemble import train_ensemble
 from ltr.regression_1d.single import build_trainer
 from ltr.train_settings.regression_1d import SETTINGS
@@ -60,9 +61,11 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    unknown = [m for m in methods if m not in SETTINGS]
-    if unknown:
-        raise SystemExit(f"error: unknown setting(s) {unknown}; choose from {sorted(SETTINGS)}")
+    try:
+        for m in methods:
+            SETTINGS[m]  # an unknown one: the registry's error, listing the settings
+    except UnknownName as err:
+        raise SystemExit(f"error: {err}") from None
     print(
         f"seconds per epoch per model, dataset {args.dataset}, {args.epochs} epochs, R={args.runs}, 1 thread"
     )
