@@ -60,6 +60,8 @@ setup(
             "ltr-import-pytracking=ltr.admin.import_pytracking:main",
             "pytracking-run=pytracking.run_tracker:main",
             "pytracking-video=pytracking.run_video:main",
+            "pytracking-vot=pytracking.vot.server:main",
+            "pytracking-vot-setup=pytracking.vot.workspace:main",
             "ebm-eval=eval.eval_cli:main",
             "ebm-pack=eval.pack_results:main",
         ],
