@@ -6,6 +6,9 @@
     python scripts/pytracking_golden.py tracker --pytracking PATH --preset super_dimp|dimp50 [--frames 8]
                                                                     # tests/golden/tracker_<preset>.npz
     python scripts/pytracking_golden.py vot_regions --pytracking PATH  # tests/golden/vot_regions.npz
+    python scripts/pytracking_golden.py training_processing --pytracking PATH  # tests/golden/training_processing.npz
+    python scripts/pytracking_golden.py training_losses --pytracking PATH      # tests/golden/training_losses.npz
+    python scripts/pytracking_golden.py training_steps --pytracking PATH       # tests/golden/training_steps.npz
 
 ``PATH`` is a checkout of https://github.com/visionml/pytracking (read and run here, never copied into this
 repository). Every subcommand takes ``--out FILE`` (default: its file under ``tests/golden/``) and
@@ -31,7 +34,16 @@ if str(REPO) not in sys.path:
 
 # this repository's code, imported before pytracking's `ltr` replaces ours in sys.modules
 from ltr.admin.io import atomic_write  # noqa: E402
-from scripts.golden import network, patches, prdimp, tracker, vot_regions  # noqa: E402
+from scripts.golden import (  # noqa: E402
+    network,
+    patches,
+    prdimp,
+    tracker,
+    training_losses,
+    training_processing,
+    training_steps,
+    vot_regions,
+)
 
 COMMANDS = {
     "network": network,
@@ -39,6 +51,9 @@ COMMANDS = {
     "patches": patches,
     "tracker": tracker,
     "vot_regions": vot_regions,
+    "training_processing": training_processing,
+    "training_losses": training_losses,
+    "training_steps": training_steps,
 }
 
 
