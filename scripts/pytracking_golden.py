@@ -9,6 +9,7 @@
     python scripts/pytracking_golden.py training_processing --pytracking PATH  # tests/golden/training_processing.npz
     python scripts/pytracking_golden.py training_losses --pytracking PATH      # tests/golden/training_losses.npz
     python scripts/pytracking_golden.py training_steps --pytracking PATH       # tests/golden/training_steps.npz
+    python scripts/pytracking_golden.py super_dimp_setting --pytracking PATH   # tests/golden/super_dimp_setting.npz
 
 ``PATH`` is a checkout of https://github.com/visionml/pytracking (read and run here, never copied into this
 repository). Every subcommand takes ``--out FILE`` (default: its file under ``tests/golden/``) and
@@ -38,6 +39,7 @@ from scripts.golden import (  # noqa: E402
     network,
     patches,
     prdimp,
+    super_dimp_setting,
     tracker,
     training_losses,
     training_processing,
@@ -54,6 +56,7 @@ COMMANDS = {
     "training_processing": training_processing,
     "training_losses": training_losses,
     "training_steps": training_steps,
+    "super_dimp_setting": super_dimp_setting,
 }
 
 

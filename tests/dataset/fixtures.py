@@ -205,16 +205,22 @@ def make_vot_sequence(
 
 
 def make_coco_tree(
-    root: Path, split: str, images: list[dict], annotations: list[dict], categories: list[dict]
+    root: Path,
+    split: str,
+    images: list[dict],
+    annotations: list[dict],
+    categories: list[dict],
+    *,
+    version: str = "2017",
 ) -> Path:
-    """``root/annotations/instances_{split}2017.json`` and ``root/images/{split}2017/<file_name>``.
+    """``root/annotations/instances_{split}{version}.json`` and ``root/images/{split}{version}/<file_name>``.
 
     ``images`` entries need ``id``, ``file_name``, ``width``, ``height``; one JPEG is written for each.
     """
     for img in images:
         write_jpeg(
-            root / "images" / f"{split}2017" / img["file_name"], img["id"], img["width"], img["height"]
+            root / "images" / f"{split}{version}" / img["file_name"], img["id"], img["width"], img["height"]
         )
     data = {"images": images, "annotations": annotations, "categories": categories}
-    write_text(root / "annotations" / f"instances_{split}2017.json", json.dumps(data))
+    write_text(root / "annotations" / f"instances_{split}{version}.json", json.dumps(data))
     return root
