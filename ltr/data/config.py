@@ -38,6 +38,9 @@ class DataConfig:
     search_area_factor: float = 6.0
     crop_mode: Literal["replicate", "inside", "inside_major"] = "inside_major"
     max_scale_change: float = 1.5
+    #: "reference": pytracking's whole-pixel crop regions (:mod:`ltr.data.reference_crop`); "continuous": the
+    #: region centred on the box, shared with the tracker (:mod:`ltr.data.crop`)
+    crop_geometry: Literal["reference", "continuous"] = "reference"
     # classifier labels
     filter_size: int = 4
     output_sigma_factor: float = 0.25
@@ -56,10 +59,15 @@ class DataConfig:
     # box-head proposals
     box_method: str = "nce_plus"
     box_method_kwargs: dict[str, Any] = field(default_factory=_nce_plus_kwargs)
-    # augmentation (training only)
+    # augmentation: grayscale and the whole-frame flip (one decision per sample, before the crop; validation
+    # too, as the reference's joint transform), then per frame a crop flip and brightness (training only)
     grayscale_prob: float = 0.05
+    joint_flip_prob: float = 0.5
     flip_prob: float = 0.5
+    #: one crop-flip decision for all frames of a sample instead of one per frame
     flip_joint: bool = False
+    #: boxes flip as x' = W - 1 - x - w ("reference", pytracking's) or W - x - w ("continuous")
+    flip_convention: Literal["reference", "continuous"] = "reference"
     brightness_jitter: float = 0.2
     normalize_mean: tuple[float, ...] = IMAGENET_MEAN
     normalize_std: tuple[float, ...] = IMAGENET_STD

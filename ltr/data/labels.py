@@ -20,6 +20,8 @@ search_area_factor, output_sigma_factor = 1/4.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -48,6 +50,7 @@ def gaussian_label(
     sigma_cells: float,
     filter_size: int,
     label_size: int | None = None,
+    density: bool = False,
 ) -> Tensor:
     """Gaussian labels peaking at target centres.
 
@@ -57,9 +60,12 @@ def gaussian_label(
         sigma_cells: Gaussian std in feature cells.
         filter_size: target filter taps per side (sets the grid offset, see the module docstring).
         label_size: label side; default ``feature_size``.
+        density: divide by 2 pi sigma_cells^2: the Gaussian as a density per unit cell area (PrDiMP's label
+            density, which pytracking's processing computes alongside the label).
 
     Returns:
-        (..., label_size, label_size) labels in [0, 1], dtype of ``center_xy`` (float32 if not floating).
+        (..., label_size, label_size) labels in [0, 1] (densities with ``density``), dtype of ``center_xy``
+        (float32 if not floating).
     """
     if center_xy.shape[-1] != 2:
         raise ValueError(f"center_xy must have shape (..., 2), got {tuple(center_xy.shape)}")
@@ -74,4 +80,7 @@ def gaussian_label(
     center = center_xy.to(dtype)
     gx = torch.exp(-0.5 * ((pos - center[..., :1]) / sigma_px) ** 2)  # (..., L)
     gy = torch.exp(-0.5 * ((pos - center[..., 1:]) / sigma_px) ** 2)
+    if density:
+        norm = 1.0 / (math.sqrt(2.0 * math.pi) * sigma_cells)
+        gx, gy = gx * norm, gy * norm
     return gy[..., :, None] * gx[..., None, :]

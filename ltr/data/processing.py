@@ -21,8 +21,8 @@ key                     shape, dtype                meaning
 ``proposal_log_p``      (S_te, B, S) float32        label-noise log density, ONLY for ``kld_is``
 ======================  ==========================  ==================================================
 
-The candidates are exactly the configured :mod:`ltr.ebm` method's ``sample()`` output for labels
-``zeros(S_te, 4)`` in rel space (rel = ((cx - cx0)/w0, (cy - cy0)/h0, log(w/w0), log(h/h0)) w.r.t. the test
+The candidates are exactly the configured :mod:`ltr.ebm` method's ``sample()`` outputs for labels
+``zeros(1, 4)``, one call per test frame, in rel space (rel = ((cx - cx0)/w0, (cy - cy0)/h0, log(w/w0), log(h/h0)) w.r.t. the test
 box, :mod:`ltr.ops.boxes`): for ``ml_is``, ``nce`` and ``nce_plus`` column 0 is the label/positive, for
 ``kld_is`` all columns are proposals; pass ``Candidates(proposals_rel[i], proposal_log_q[i], ...)`` (batch
 flattened to the method's N) with the scores to ``method.loss_from_scores``. Methods without ``sample()``
@@ -31,9 +31,11 @@ flattened to the method's N) with the scores to ``method.loss_from_scores``. Met
 Train frame 0 is the sampler's base frame (the latest train frame), the usual box-head reference frame.
 Per sample (before collation) every tensor lacks the B axis.
 
-Steps per sample: box jitter (train/test factors) -> one crop per frame (:mod:`ltr.data.crop`, the tracker's
-crop) -> boxes mapped to crop pixels -> grayscale/flip (training) -> labels and proposals from the final
-boxes -> brightness and normalisation.
+Steps per sample, in the order of the reference's ``KLDiMPProcessing`` (SuperDiMP): grayscale and a flip of
+the whole frames (one decision each) -> box jitter (train/test factors) -> one crop per frame (pytracking's
+whole-pixel geometry, :mod:`ltr.data.reference_crop`, or the tracker's centred one, :mod:`ltr.data.crop`:
+``DataConfig.crop_geometry``) -> boxes mapped to crop pixels -> per frame a crop flip and brightness
+(training) -> labels and proposals from the final boxes -> normalisation.
 """
 
 from __future__ import annotations
@@ -47,17 +49,27 @@ from torch import Tensor
 from ltr.data.config import DataConfig
 from ltr.data.crop import sample_target_crops
 from ltr.data.labels import gaussian_label
+from ltr.data.reference_crop import sample_reference_crops
 from ltr.data.transforms import (
     AugmentationDraw,
     brightness_normalize_lut,
     draw_augmentation,
+    flip_width,
+    grayscale_frame,
     hflip,
-    to_grayscale,
 )
 from ltr.ebm import build_method
-from ltr.ops.boxes import rel_to_xywh, xywh_to_cxcywh
+from ltr.ops.boxes import flip_xywh_horizontal, rel_to_xywh, xywh_to_cxcywh
 
-__all__ = ["BATCH_KEYS", "DiMPProcessing", "FrameSet", "draw_proposals", "jitter_boxes"]
+__all__ = [
+    "BATCH_KEYS",
+    "DiMPProcessing",
+    "FrameSet",
+    "SampleDraws",
+    "apply_jitter",
+    "draw_proposals",
+    "jitter_boxes",
+]
 
 #: keys every batch has (``proposal_log_p`` is added for kld_is; the proposal keys need a sampling method).
 BATCH_KEYS: tuple[str, ...] = (
@@ -86,25 +98,53 @@ class FrameSet:
 def jitter_boxes(
     boxes_xywh: np.ndarray, center_factor: np.ndarray, scale_factor: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
-    """Jittered copies of xywh boxes (N, 4), used to place the crops.
+    """Jittered copies of xywh boxes (N, 4), used to place the crops: :func:`apply_jitter` with N(0, 1)
+    draws (N, 2) and then U[0, 1) draws (N, 2) from ``rng``."""
+    n = np.asarray(boxes_xywh).reshape(-1, 4).shape[0]
+    normal = rng.standard_normal((n, 2))
+    uniform = rng.random((n, 2))
+    return apply_jitter(boxes_xywh, center_factor, scale_factor, normal, uniform)
 
-    Size: (w, h) * exp(N(0, 1) * scale_factor), independently for w and h. Centre: moved uniformly within
-    +-0.5 * sqrt(w' * h') * center_factor in x and y (w', h' the jittered size). Factors are (N,) or scalars.
+
+def apply_jitter(
+    boxes_xywh: np.ndarray,
+    center_factor: np.ndarray,
+    scale_factor: np.ndarray,
+    normal: np.ndarray,
+    uniform: np.ndarray,
+) -> np.ndarray:
+    """Jitter xywh boxes (N, 4) with given draws: ``normal`` (N, 2) N(0, 1), ``uniform`` (N, 2) U[0, 1).
+
+    Size: (w, h) * exp(normal * scale_factor), independently for w and h. Centre: moved by
+    sqrt(w' * h') * center_factor * (uniform - 0.5) in x and y (w', h' the jittered size), i.e. uniformly
+    within +-0.5 * sqrt(w' * h') * center_factor. Factors are (N,) or scalars.
     """
     boxes = np.asarray(boxes_xywh, dtype=np.float64).reshape(-1, 4)
     n = len(boxes)
     sf = np.broadcast_to(np.asarray(scale_factor, dtype=np.float64), (n,))[:, None]
     cf = np.broadcast_to(np.asarray(center_factor, dtype=np.float64), (n,))
-    wh = boxes[:, 2:] * np.exp(rng.standard_normal((n, 2)) * sf)
+    wh = boxes[:, 2:] * np.exp(np.asarray(normal, dtype=np.float64).reshape(n, 2) * sf)
     max_offset = np.sqrt(wh[:, 0] * wh[:, 1]) * cf
-    center = boxes[:, :2] + 0.5 * boxes[:, 2:] + max_offset[:, None] * (rng.random((n, 2)) - 0.5)
+    offset = max_offset[:, None] * (np.asarray(uniform, dtype=np.float64).reshape(n, 2) - 0.5)
+    center = boxes[:, :2] + 0.5 * boxes[:, 2:] + offset
     return np.concatenate([center - 0.5 * wh, wh], axis=1)
+
+
+@dataclass(frozen=True)
+class SampleDraws:
+    """Every random draw of one sample but the proposals': the jitter's ``normal`` / ``uniform`` (N, 2) for
+    the N = train + test frames (train first) and the augmentation."""
+
+    jitter_normal: np.ndarray
+    jitter_uniform: np.ndarray
+    augmentation: AugmentationDraw
 
 
 def draw_proposals(
     method, boxes_xywh: Tensor, *, generator: torch.Generator | None = None
 ) -> dict[str, Tensor]:
-    """Box-head candidates around each box with ``method.sample`` in rel space.
+    """Box-head candidates around each box with ``method.sample`` in rel space, one call per box (the
+    reference draws each frame's proposals in turn, so the same generator state gives the same draws).
 
     Args:
         method: an :mod:`ltr.ebm` sampling method (has ``sample(labels) -> Candidates``).
@@ -114,22 +154,26 @@ def draw_proposals(
         ``proposals`` (N, S, 4) xywh crop pixels, ``proposals_rel`` (N, S, 4), ``proposal_log_q`` (N, S) and,
         when the method gives one, ``proposal_log_p`` (N, S).
     """
-    labels = torch.zeros(boxes_xywh.shape[0], 4, dtype=boxes_xywh.dtype, device=boxes_xywh.device)
-    cand = method.sample(labels, generator=generator)
+    labels = torch.zeros(1, 4, dtype=boxes_xywh.dtype, device=boxes_xywh.device)
+    cands = [method.sample(labels, generator=generator) for _ in range(boxes_xywh.shape[0])]
+    y = torch.cat([c.y for c in cands])
     out = {
-        "proposals": rel_to_xywh(cand.y, boxes_xywh[:, None, :]),
-        "proposals_rel": cand.y,
-        "proposal_log_q": cand.log_q,
+        "proposals": rel_to_xywh(y, boxes_xywh[:, None, :]),
+        "proposals_rel": y,
+        "proposal_log_q": torch.cat([c.log_q for c in cands]),
     }
-    if cand.log_p is not None:
-        out["proposal_log_p"] = cand.log_p
+    if cands and cands[0].log_p is not None:
+        out["proposal_log_p"] = torch.cat([c.log_p for c in cands])
     return out
 
 
 class DiMPProcessing:
     """Turns a :class:`FrameSet` into one sample of the batch contract (module docstring).
 
-    ``augment=False`` (validation) keeps the jitter but skips grayscale, flip and brightness.
+    ``augment=False`` (validation) keeps the jitter and the joint grayscale / whole-frame flip (the
+    reference's validation processing applies its joint transform too) but no per-frame crop flip or
+    brightness. ``draw`` makes every random decision of a sample but the proposals, ``apply`` is the
+    deterministic rest; calling the object does both.
     """
 
     def __init__(self, config: DataConfig, *, augment: bool = True) -> None:
@@ -141,43 +185,63 @@ class DiMPProcessing:
     def __call__(
         self, frames: FrameSet, rng: np.random.Generator, generator: torch.Generator | None = None
     ) -> dict[str, Tensor]:
+        draws = self.draw(rng, len(frames.train_images), len(frames.test_images))
+        return self.apply(frames, draws, generator)
+
+    def draw(self, rng: np.random.Generator, num_train: int, num_test: int) -> SampleDraws:
+        """The sample's jitter draws (first) and augmentation."""
+        cfg = self.config
+        n = num_train + num_test
+        normal = rng.standard_normal((n, 2))
+        uniform = rng.random((n, 2))
+        aug = draw_augmentation(
+            rng,
+            n,
+            grayscale_prob=cfg.grayscale_prob,
+            joint_flip_prob=cfg.joint_flip_prob,
+            flip_prob=cfg.flip_prob if self.augment else 0.0,
+            brightness_jitter=cfg.brightness_jitter if self.augment else 0.0,
+            flip_joint=cfg.flip_joint,
+        )
+        return SampleDraws(normal, uniform, aug)
+
+    def apply(
+        self, frames: FrameSet, draws: SampleDraws, generator: torch.Generator | None = None
+    ) -> dict[str, Tensor]:
+        """The sample for given draws; ``generator`` draws the proposals (one test frame after another)."""
         cfg = self.config
         n_tr, n_te = len(frames.train_images), len(frames.test_images)
         images = list(frames.train_images) + list(frames.test_images)
         boxes = np.concatenate(
             [
                 np.asarray(frames.train_boxes, np.float64).reshape(-1, 4),
-                np.asarray(frames.test_boxes).reshape(-1, 4),
+                np.asarray(frames.test_boxes, np.float64).reshape(-1, 4),
             ]
         )
         if len(boxes) != n_tr + n_te:
             raise ValueError(f"got {n_tr + n_te} images but {len(boxes)} boxes")
+        aug = draws.augmentation
+        if aug.grayscale:
+            images = [grayscale_frame(im) for im in images]
+        if aug.joint_flip:
+            widths = np.array([flip_width(im.shape[1], cfg.flip_convention) for im in images])
+            images = [np.fliplr(im) for im in images]  # views: the reference crop cuts contiguous copies
+            if cfg.crop_geometry != "reference":
+                images = [np.ascontiguousarray(im) for im in images]
+            boxes = flip_xywh_horizontal(boxes, widths)
         center_f = np.array([cfg.center_jitter_train] * n_tr + [cfg.center_jitter_test] * n_te)
         scale_f = np.array([cfg.scale_jitter_train] * n_tr + [cfg.scale_jitter_test] * n_te)
-        jittered = jitter_boxes(boxes, center_f, scale_f, rng)
-        crops, transform = sample_target_crops(
+        jittered = apply_jitter(boxes, center_f, scale_f, draws.jitter_normal, draws.jitter_uniform)
+        crop = sample_reference_crops if cfg.crop_geometry == "reference" else sample_target_crops
+        crops, transform = crop(
             images, jittered, cfg.search_area_factor, cfg.crop_size, cfg.crop_mode, cfg.max_scale_change
         )
         img = torch.from_numpy(np.ascontiguousarray(crops.transpose(0, 3, 1, 2)))  # (S, 3, H, W) uint8
         box = torch.from_numpy(transform.image_to_crop(boxes)).float()  # (S, 4) xywh crop px
 
-        aug = AugmentationDraw()
-        if self.augment:
-            aug = draw_augmentation(
-                rng,
-                grayscale_prob=cfg.grayscale_prob,
-                flip_prob=cfg.flip_prob,
-                brightness_jitter=cfg.brightness_jitter,
-                flip_joint=cfg.flip_joint,
-            )
-        if aug.grayscale:
-            img = to_grayscale(img)
-        parts_img, parts_box = [img[:n_tr], img[n_tr:]], [box[:n_tr], box[n_tr:]]
-        for i, flip in enumerate((aug.flip_train, aug.flip_test)):
-            if flip:
-                parts_img[i], parts_box[i] = hflip(parts_img[i], parts_box[i])
-        img = torch.cat(parts_img) if (aug.flip_train or aug.flip_test) else img
-        box = torch.cat(parts_box)
+        flips = torch.tensor(aug.frame_flips(n_tr + n_te))
+        if flips.any():
+            img[flips], box[flips] = hflip(img[flips], box[flips], cfg.flip_convention)
 
         labels = gaussian_label(
             xywh_to_cxcywh(box)[:, :2],
@@ -187,9 +251,10 @@ class DiMPProcessing:
             filter_size=cfg.filter_size,
             label_size=cfg.label_size,
         )
-        brightness = [aug.brightness_train] * n_tr + [aug.brightness_test] * n_te
         normed = torch.from_numpy(
-            brightness_normalize_lut(img.numpy(), brightness, cfg.normalize_mean, cfg.normalize_std)
+            brightness_normalize_lut(
+                img.numpy(), aug.frame_brightness(n_tr + n_te), cfg.normalize_mean, cfg.normalize_std
+            )
         )
         sample = {
             "train_images": normed[:n_tr],

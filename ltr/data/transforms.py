@@ -5,15 +5,17 @@ fastest contiguous: ``np.ascontiguousarray(a.transpose(0, 3, 1, 2))`` of numpy (
 random decisions are drawn once per sample by :func:`draw_augmentation` so the processing applies them
 consistently to images, boxes, labels and proposals.
 
-Conventions (SuperDiMP train setting): grayscale is joint (one decision for all frames of a sample);
-flip and brightness are drawn per frame set (train set, test set), like the reference's per-set transforms;
-``flip_joint=True`` flips both sets together instead.
+Conventions (SuperDiMP's train setting, as its transforms draw them): grayscale and a flip of the whole
+frames are joint (one decision for all frames of a sample, before the crop); then every frame's crop gets its
+own flip and brightness factor (the reference's per-set transform is rolled once per frame). Grayscale and
+the whole-frame flip work on numpy (H, W, C) frames (:func:`grayscale_frame`, ``np.fliplr``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
@@ -23,18 +25,25 @@ from ltr.ops.boxes import flip_xywh_horizontal
 
 IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
 IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
+#: How a flip maps boxes (:func:`flip_width`).
+FlipConvention = Literal["reference", "continuous"]
+FLIP_CONVENTIONS: tuple[str, ...] = ("reference", "continuous")
 #: ITU-R BT.601 luma weights for (R, G, B), the ones OpenCV's RGB2GRAY uses.
 GRAY_WEIGHTS: tuple[float, float, float] = (0.299, 0.587, 0.114)
 
 __all__ = [
+    "FLIP_CONVENTIONS",
     "GRAY_WEIGHTS",
     "IMAGENET_MEAN",
     "IMAGENET_STD",
     "AugmentationDraw",
+    "FlipConvention",
     "brightness_normalize",
     "brightness_normalize_lut",
     "normalization_lut",
     "draw_augmentation",
+    "flip_width",
+    "grayscale_frame",
     "hflip",
     "to_grayscale",
 ]
@@ -42,35 +51,73 @@ __all__ = [
 
 @dataclass(frozen=True)
 class AugmentationDraw:
-    """The random choices of one sample: grayscale (all frames), flip and brightness factor per frame set."""
+    """The random choices of one sample: grayscale and a flip of the whole frames (one decision each for all
+    frames, before the crop), then per frame a flip of its crop and a brightness factor."""
 
     grayscale: bool = False
-    flip_train: bool = False
-    flip_test: bool = False
-    brightness_train: float = 1.0
-    brightness_test: float = 1.0
+    joint_flip: bool = False
+    flips: tuple[bool, ...] = ()
+    brightness: tuple[float, ...] = ()
+
+    def frame_flips(self, num_frames: int) -> tuple[bool, ...]:
+        """Per-frame crop flips (all False when none were drawn)."""
+        return self.flips or (False,) * num_frames
+
+    def frame_brightness(self, num_frames: int) -> tuple[float, ...]:
+        """Per-frame brightness factors (all 1 when none were drawn)."""
+        return self.brightness or (1.0,) * num_frames
 
 
 def draw_augmentation(
     rng: np.random.Generator,
+    num_frames: int,
     *,
     grayscale_prob: float,
+    joint_flip_prob: float,
     flip_prob: float,
     brightness_jitter: float,
     flip_joint: bool = False,
 ) -> AugmentationDraw:
-    """Draw one sample's augmentation. Brightness factors are uniform in [max(0, 1 - b), 1 + b]."""
-    for name, p in (("grayscale_prob", grayscale_prob), ("flip_prob", flip_prob)):
+    """Draw one sample's augmentation for ``num_frames`` frames.
+
+    Grayscale and the whole-frame flip are one decision each for the sample (the reference's joint
+    transform); every frame then gets its own crop flip and a brightness factor uniform in
+    [max(0, 1 - b), 1 + b] (the reference rolls its per-set transform once per frame). ``flip_joint=True``
+    uses one crop-flip decision for all frames instead.
+    """
+    for name, p in (
+        ("grayscale_prob", grayscale_prob),
+        ("joint_flip_prob", joint_flip_prob),
+        ("flip_prob", flip_prob),
+    ):
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {p}")
     if brightness_jitter < 0:
         raise ValueError(f"brightness_jitter must be >= 0, got {brightness_jitter}")
     gray = bool(rng.random() < grayscale_prob)
-    flip_train = bool(rng.random() < flip_prob)
-    flip_test = flip_train if flip_joint else bool(rng.random() < flip_prob)
+    joint_flip = bool(rng.random() < joint_flip_prob)
+    u = rng.random(1 if flip_joint else num_frames)
+    flips = tuple(bool(v < flip_prob) for v in np.broadcast_to(u, (num_frames,)))
     lo, hi = max(0.0, 1.0 - brightness_jitter), 1.0 + brightness_jitter
-    b_train, b_test = (float(v) for v in rng.uniform(lo, hi, size=2))
-    return AugmentationDraw(gray, flip_train, flip_test, b_train, b_test)
+    brightness = tuple(float(v) for v in rng.uniform(lo, hi, size=num_frames))
+    return AugmentationDraw(gray, joint_flip, flips, brightness)
+
+
+def flip_width(width: float, convention: FlipConvention) -> float:
+    """The width ``W'`` a horizontal flip mirrors boxes in, ``x' = W' - x - w``: ``W - 1`` for
+    ``"reference"`` (pytracking mirrors pixel indices, while its crops map coordinates continuously, so its
+    flipped boxes sit one pixel left of the mirrored target), ``W`` for ``"continuous"``."""
+    if convention not in FLIP_CONVENTIONS:
+        raise ValueError(f"flip convention must be one of {FLIP_CONVENTIONS}, got {convention!r}")
+    return width - 1 if convention == "reference" else width
+
+
+def grayscale_frame(image: np.ndarray) -> np.ndarray:
+    """RGB uint8 (H, W, 3) -> its gray value (OpenCV's RGB2GRAY, the reference's) in all three channels."""
+    import cv2
+
+    gray = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY)
+    return np.repeat(gray[:, :, None], 3, axis=2)
 
 
 def to_grayscale(images: Tensor) -> Tensor:
@@ -85,11 +132,14 @@ def to_grayscale(images: Tensor) -> Tensor:
     return gray.to(images.dtype).expand_as(images).contiguous()
 
 
-def hflip(images: Tensor, boxes_xywh: Tensor) -> tuple[Tensor, Tensor]:
-    """Mirror images (..., C, H, W) left-right and their xywh boxes (..., 4) (x' = W - x - w)."""
+def hflip(
+    images: Tensor, boxes_xywh: Tensor, convention: FlipConvention = "continuous"
+) -> tuple[Tensor, Tensor]:
+    """Mirror images (..., C, H, W) left-right and their xywh boxes (..., 4): x' = W' - x - w with
+    W' = :func:`flip_width` of the image width (W for ``"continuous"``, W - 1 for ``"reference"``)."""
     if boxes_xywh.shape[-1] != 4:
         raise ValueError(f"boxes_xywh must have shape (..., 4), got {tuple(boxes_xywh.shape)}")
-    return images.flip(-1), flip_xywh_horizontal(boxes_xywh, images.shape[-1])
+    return images.flip(-1), flip_xywh_horizontal(boxes_xywh, flip_width(images.shape[-1], convention))
 
 
 def brightness_normalize(

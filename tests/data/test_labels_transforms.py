@@ -9,6 +9,8 @@ from ltr.data.transforms import (
     brightness_normalize,
     brightness_normalize_lut,
     draw_augmentation,
+    flip_width,
+    grayscale_frame,
     hflip,
     to_grayscale,
 )
@@ -86,16 +88,43 @@ def test_brightness_normalize_torch_and_lut_agree():
 
 def test_draw_augmentation_probabilities():
     rng = np.random.default_rng(1)
-    draws = [
-        draw_augmentation(rng, grayscale_prob=0.05, flip_prob=0.5, brightness_jitter=0.2) for _ in range(4000)
-    ]
+    kwargs = dict(grayscale_prob=0.05, joint_flip_prob=0.5, flip_prob=0.5, brightness_jitter=0.2)
+    draws = [draw_augmentation(rng, 6, **kwargs) for _ in range(4000)]
     gray = np.mean([d.grayscale for d in draws])
-    flip = np.mean([d.flip_train for d in draws])
-    both = np.mean([d.flip_train == d.flip_test for d in draws])
-    b = np.array([d.brightness_train for d in draws])
-    assert 0.03 < gray < 0.07 and 0.45 < flip < 0.55 and 0.45 < both < 0.55
+    joint = np.mean([d.joint_flip for d in draws])
+    flips = np.array([d.flips for d in draws])
+    b = np.array([d.brightness for d in draws])
+    assert flips.shape == b.shape == (4000, 6)
+    assert 0.03 < gray < 0.07 and 0.45 < joint < 0.55 and abs(flips.mean() - 0.5) < 0.02
+    # per frame: the frames of a sample flip independently, brightness factors differ
+    assert abs(np.mean(flips[:, 0] == flips[:, 1]) - 0.5) < 0.03
     assert b.min() >= 0.8 and b.max() <= 1.2 and abs(b.mean() - 1.0) < 0.01
-    joint = draw_augmentation(rng, grayscale_prob=0, flip_prob=1, brightness_jitter=0, flip_joint=True)
-    assert joint.flip_train and joint.flip_test and joint.brightness_test == 1.0 and not joint.grayscale
-    with pytest.raises(ValueError, match="flip_prob"):
-        draw_augmentation(rng, grayscale_prob=0, flip_prob=2, brightness_jitter=0)
+    assert (b[:, 0] != b[:, 1]).all()
+    one = draw_augmentation(rng, 6, **{**kwargs, "flip_prob": 1.0, "brightness_jitter": 0.0}, flip_joint=True)
+    assert one.flips == (True,) * 6 and one.brightness == (1.0,) * 6
+    one = draw_augmentation(rng, 6, **{**kwargs, "flip_prob": 0.5}, flip_joint=True)
+    assert len(set(one.flips)) == 1
+    with pytest.raises(ValueError, match="joint_flip_prob"):
+        draw_augmentation(rng, 2, **{**kwargs, "joint_flip_prob": 2})
+
+
+def test_flip_conventions():
+    img = torch.zeros(1, 3, 8, 10, dtype=torch.uint8)
+    box = torch.tensor([[1.0, 2.0, 2.0, 2.0]])
+    _, continuous = hflip(img, box, "continuous")
+    _, reference = hflip(img, box, "reference")
+    torch.testing.assert_close(continuous, torch.tensor([[7.0, 2.0, 2.0, 2.0]]))
+    torch.testing.assert_close(reference, torch.tensor([[6.0, 2.0, 2.0, 2.0]]))  # x' = W - 1 - x - w
+    assert flip_width(10, "reference") == 9 and flip_width(10, "continuous") == 10
+    with pytest.raises(ValueError, match="flip convention"):
+        flip_width(10, "mirror")
+
+
+def test_grayscale_frame_is_opencvs_luma():
+    rng = np.random.default_rng(2)
+    frame = rng.integers(0, 256, size=(5, 7, 3), dtype=np.uint8)
+    gray = grayscale_frame(frame)
+    assert gray.shape == frame.shape and gray.dtype == np.uint8
+    assert (gray[..., 0] == gray[..., 1]).all() and (gray[..., 0] == gray[..., 2]).all()
+    luma = frame.astype(np.float64) @ np.array([0.299, 0.587, 0.114])
+    assert np.abs(gray[..., 0] - luma).max() <= 0.51

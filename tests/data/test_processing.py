@@ -100,11 +100,13 @@ def test_same_generators_same_sample_and_proposals_reuse_ebm_sampler():
     a, b = run(cfg, seed=5), run(cfg, seed=5)
     for k in a:
         torch.testing.assert_close(a[k], b[k])
-    # the candidates are exactly the ltr.ebm method's own draw (the torch generator is used for nothing else)
+    # the candidates are exactly the ltr.ebm method's own draws, one test frame after another (the torch
+    # generator is used for nothing else)
     method = build_method(cfg.box_method, **cfg.box_method_kwargs)
-    cand = method.sample(torch.zeros(3, 4), generator=torch.Generator().manual_seed(5))
-    torch.testing.assert_close(a["proposals_rel"], cand.y)
-    torch.testing.assert_close(a["proposal_log_q"], cand.log_q)
+    generator = torch.Generator().manual_seed(5)
+    cands = [method.sample(torch.zeros(1, 4), generator=generator) for _ in range(3)]
+    torch.testing.assert_close(a["proposals_rel"], torch.cat([c.y for c in cands]))
+    torch.testing.assert_close(a["proposal_log_q"], torch.cat([c.log_q for c in cands]))
 
 
 def test_labels_peak_at_the_crop_box_centre():
@@ -132,20 +134,44 @@ def test_boxes_point_at_the_target_in_the_normalised_crop():
 IMAGENET_MEAN0, IMAGENET_STD0 = 0.485, 0.229
 
 
-def test_flip_keeps_boxes_on_the_target():
-    cfg = DataConfig(
-        crop_size=CROP, center_jitter_test=1.0, scale_jitter_test=0.0, flip_prob=1.0, grayscale_prob=0.0
+@pytest.mark.parametrize("convention", ["reference", "continuous"])
+def test_flip_keeps_boxes_on_the_target(convention):
+    common = dict(
+        crop_size=CROP,
+        center_jitter_test=1.0,
+        scale_jitter_test=0.0,
+        grayscale_prob=0.0,
+        joint_flip_prob=0.0,
+        flip_convention=convention,
     )
-    flipped = run(cfg, seed=4)
-    plain = run(
-        DataConfig(crop_size=CROP, center_jitter_test=1.0, scale_jitter_test=0.0, flip_prob=0.0), seed=4
-    )
-    # same jitter draws (flip decisions come after), so the flipped boxes mirror the plain ones
+    flipped = run(DataConfig(**common, flip_prob=1.0), seed=4)
+    plain = run(DataConfig(**common, flip_prob=0.0), seed=4)
+    # same jitter draws (flip decisions come after), so the flipped boxes mirror the plain ones: in the crop
+    # width (continuous) or one pixel less (pytracking's convention)
+    width = CROP - 1 if convention == "reference" else CROP
     mirrored = plain["test_boxes"].clone()
-    mirrored[:, 0] = CROP - mirrored[:, 0] - mirrored[:, 2]
+    mirrored[:, 0] = width - mirrored[:, 0] - mirrored[:, 2]
     torch.testing.assert_close(flipped["test_boxes"], mirrored)
     red = flipped["test_images"][:, 0] * IMAGENET_STD0 + IMAGENET_MEAN0
     for img_r, box in zip(red, flipped["test_boxes"], strict=True):
+        x, y, w, h = box.tolist()
+        inner = img_r[max(int(y + 2), 0) : int(y + h - 2), max(int(x + 2), 0) : int(x + w - 2)]
+        assert inner.numel() > 0 and (inner > 0.75).all()
+
+
+@pytest.mark.parametrize("geometry", ["reference", "continuous"])
+def test_whole_frame_flip_keeps_boxes_on_the_target(geometry):
+    cfg = DataConfig(
+        crop_size=CROP,
+        grayscale_prob=0.0,
+        joint_flip_prob=1.0,
+        flip_prob=0.0,
+        crop_geometry=geometry,
+        flip_convention="continuous",
+    )
+    s = run(cfg, seed=6, augment=False)
+    red = s["train_images"][:, 0] * IMAGENET_STD0 + IMAGENET_MEAN0
+    for img_r, box in zip(red, s["train_boxes"], strict=True):
         x, y, w, h = box.tolist()
         inner = img_r[max(int(y + 2), 0) : int(y + h - 2), max(int(x + 2), 0) : int(x + w - 2)]
         assert inner.numel() > 0 and (inner > 0.75).all()
