@@ -19,6 +19,9 @@ differentiable w.r.t. the box coordinates (PrRoIPool is exact in the box coordin
 BatchNorm in the linear blocks normalises over all boxes of a batch in train mode (as in the reference), so in
 training the score of one box depends weakly on the other boxes of the batch; in eval mode boxes are
 independent.
+
+Initial values (as the reference's): convolution and linear weights He-normal over the fan-in, biases 0,
+BatchNorm gains uniform in [0, 1) and BatchNorm biases 0 (the reference keeps PyTorch 1.1's BatchNorm init).
 """
 
 from __future__ import annotations
@@ -113,6 +116,10 @@ class EnergyBoxHead(nn.Module):
                 nn.init.kaiming_normal_(m.weight, mode="fan_in")
                 if m.bias is not None:
                     nn.init.zeros_(m.bias)
+            elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                # the reference's IoU head keeps PyTorch <= 1.1's BatchNorm init: gain U(0, 1), bias 0
+                nn.init.uniform_(m.weight)
+                nn.init.zeros_(m.bias)
 
     def get_modulation(self, ref_feats: Sequence[Tensor], ref_boxes_xywh: Tensor) -> Pair:
         """Modulation vectors from a reference frame.
