@@ -59,7 +59,7 @@ def test_nce_plus_has_the_paper_values():
     assert (c.data.batch_size, c.data.samples_per_epoch, c.data.flip_prob) == (20, 40000, 0.5)
     assert c.data.datasets == ("lasot:train", "got10k:vottrain", "trackingnet:train", "coco:train")
     assert c.data.dataset_weights == (1.0, 1.0, 1.0, 1.0)
-    assert c.dataset_options == {"trackingnet": {"chunks": [0, 1, 2, 3]}}
+    assert c.dataset_options == {"trackingnet": {"chunks": [0, 1, 2, 3]}, "coco": {"version": "2014"}}
     assert (c.data.val_datasets, c.data.val_samples_per_epoch, c.trainer.val_every) == (
         ("got10k:votval",),
         10000,

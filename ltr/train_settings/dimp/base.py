@@ -3,7 +3,7 @@
 Values (pytracking's ``ltr/train_settings/dimp/super_dimp.py`` and the paper's supplementary section on
 DiMP-KLD-IS): ResNet-50 ImageNet backbone with conv1/layer1/layer2 frozen, 22 x 22 features for 352-pixel
 crops (search area factor 6), batch 20, 40 000 samples per epoch, LaSOT train / GOT-10k vottrain /
-TrackingNet chunks 0-3 / COCO 2017 train with weights 1, horizontal flip 0.5, 3 train + 3 test frames;
+TrackingNet chunks 0-3 / COCO 2014 train with weights 1, horizontal flip 0.5, 3 train + 3 test frames;
 Adam with LR groups filter initializer 5e-5, filter optimizer 5e-4, classifier feature head 5e-5,
 box head 1e-3, backbone layer3 2e-5; StepLR step 15, gamma 0.2; 50 epochs; box loss weight 0.01;
 M = 128 box candidates from the 2-component Gaussian mixture (std 0.05 and 0.5 in rel space);
@@ -15,6 +15,7 @@ Variants (one small module each) change only what differs: ``kld_is``, ``nce``, 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,13 @@ from ltr.trainers import TrainerConfig
 PROPOSAL_SIGMAS = ((0.05, 0.05, 0.05, 0.05), (0.5, 0.5, 0.5, 0.5))
 #: Box candidates per test frame (the paper's M).
 NUM_CANDIDATES = 128
+#: Dataset options of the reference setting: TrackingNet chunks 0-3 and COCO **2014** train (pytracking's
+#: ``MSCOCOSeq`` defaults to version 2014 and SuperDiMP does not change it; ``{"coco": {"version": "2017"}}``
+#: trains on the larger 2017 train set instead, which also holds most of the 2014 val images).
+REFERENCE_DATASET_OPTIONS: dict[str, Any] = {
+    "trackingnet": {"chunks": [0, 1, 2, 3]},
+    "coco": {"version": "2014"},
+}
 #: The trainable parts of DiMPNet, named by module prefix (its LR groups); ``train_parts`` picks among them.
 PARTS = tuple(prefix for prefix, _ in lr_groups())
 
@@ -66,7 +74,7 @@ class DiMPTrainConfig:
     trainer: TrainerConfig = field(default_factory=lambda: TrainerConfig(epochs=50, lr_step=15, lr_gamma=0.2))
     lr: LRConfig = field(default_factory=LRConfig)
     box_weight: float = 0.01
-    dataset_options: dict[str, Any] = field(default_factory=lambda: {"trackingnet": {"chunks": [0, 1, 2, 3]}})
+    dataset_options: dict[str, Any] = field(default_factory=lambda: copy.deepcopy(REFERENCE_DATASET_OPTIONS))
     init_from: str | None = None
     train_parts: tuple[str, ...] = PARTS
 
