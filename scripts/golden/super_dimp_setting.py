@@ -26,6 +26,8 @@ other argument is the setting's). From what ``run`` built it then records:
   transforms while its ``KLDiMPProcessing`` processes a small sample; ``flip`` is the net flip of a frame
   (the joint flip XOR the per-frame flip), ``brightness`` the brightness factor (1 where no jitter runs).
 
+Dataset roots appear as ``<fixture>/...``. pytracking lists LaSOT classes and TrackingNet videos in directory
+order, so on another file system the same seed may draw other sequences (the statistics stay the same).
 ``tests/train_settings/test_super_dimp_parity.py`` and ``tests/data/test_sampler_parity.py`` read it.
 """
 
@@ -611,6 +613,17 @@ def record(ref: Any, roots: sampler_fixture.FixtureRoots, args: argparse.Namespa
         },
         "loader_order": [ld.name for ld in trainer.loaders],
         "train_args": trainer.train_args,
+        "dataset_defaults": {
+            name: {
+                "source": source(cls, checkout),
+                **{
+                    k: plain(p.default)
+                    for k, p in inspect.signature(cls.__init__).parameters.items()
+                    if p.default is not inspect.Parameter.empty and k != "image_loader"
+                },
+            }
+            for name, cls in originals.items()
+        },
         "visibility": visibility(train_sampler.datasets + val_sampler.datasets),
         "lasot_train_split": split_file_digest(lasot_split),
         "got10k_splits": {
@@ -626,5 +639,6 @@ def record(ref: Any, roots: sampler_fixture.FixtureRoots, args: argparse.Namespa
     arrays.update(record_draws(train_sampler, args.draws))
     arrays.update(record_augmentation(ref, processing["train"], args.augment_samples, "train"))
     arrays.update(record_augmentation(ref, processing["val"], args.augment_samples, "val"))
-    arrays["setting_json"] = np.array(json.dumps(doc, indent=1, sort_keys=True))
+    text = json.dumps(doc, indent=1, sort_keys=True).replace(str(roots.lasot.parent), "<fixture>")
+    arrays["setting_json"] = np.array(text)
     return arrays
