@@ -57,7 +57,8 @@ class DiMPTrainConfig:
     The box loss is ``data.box_method`` with ``data.box_method_kwargs``: the data pipeline draws the
     candidates with it and the actor computes the loss with the same method object.
     ``dataset_options`` holds extra keyword options for the dataset factories, per dataset name (TrackingNet
-    ``chunks``) or per ``name:split`` spec (that split only).
+    ``chunks``, COCO ``version``) or per ``name:split`` spec (that split only); the defaults are
+    :data:`REFERENCE_DATASET_OPTIONS`.
 
     ``init_from`` (a checkpoint of this toolkit, e.g. one converted from pytracking by
     ``ltr.admin.import_pytracking``) gives the initial weights of every part: its ``net`` config must equal
