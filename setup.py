@@ -14,6 +14,8 @@ Extras:
 - ``vot``: the TraX server the VOT toolkit drives (``python -m pytracking.vot``): ``vot-trax``. The VOT
   toolkit itself (``vot-toolkit``, which needs the non-contrib opencv-python wheel) goes in an environment of
   its own: ``make install-vot-toolkit`` makes ``.venv-vot`` with the version constraints.txt names.
+- ``onnx``: export of the tracker's networks (``python -m pytracking.export_onnx``: ``onnx``, and
+  ``onnxscript``, which ``torch.onnx.export`` uses) and the ONNX Runtime tracker backend (``onnxruntime``).
 - ``test``: pytest, hypothesis, ruff and the extras the tests use.
 """
 
@@ -21,6 +23,7 @@ from setuptools import find_packages, setup
 
 VISDOM = ["visdom==0.2.4", "tornado<6.6"]
 VOT = ["vot-trax>=4.0.1"]
+ONNX = ["onnx>=1.17", "onnxruntime>=1.20", "onnxscript>=0.3"]
 
 setup(
     name="ebmtrack",
@@ -42,6 +45,7 @@ setup(
     extras_require={
         "visdom": VISDOM,
         "vot": VOT,
+        "onnx": ONNX,
         "test": [
             "pytest>=8",
             "pytest-timeout>=2.3",
@@ -49,6 +53,7 @@ setup(
             "ruff==0.17.6",  # pinned: a new ruff release must not turn CI red on its own
             *VISDOM,
             *VOT,
+            *ONNX,
         ],
     },
     entry_points={

@@ -26,6 +26,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ltr.admin.checkpoint import CheckpointError
+from ltr.admin.extras import MissingExtra
 from ltr.admin.paths import workspace_dir
 from ltr.dataset.base import DatasetError
 from ltr.dataset.registry import BENCHMARKS
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         spec, warnings = prepare_spec(spec, keep_loaded=args.threads == 1)
         results = Path(args.results) if args.results else workspace_dir() / "results"
         result_folder(results, spec.name, spec.results_name, args.runid).mkdir(parents=True, exist_ok=True)
-    except (NoCheckpointError, CheckpointError, DatasetError, ValueError) as err:
+    except (NoCheckpointError, CheckpointError, DatasetError, ValueError, MissingExtra) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # the results folder cannot be made (a file in the way, no permission)
@@ -134,7 +135,6 @@ def main(argv: list[str] | None = None) -> int:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if visdom is not None:
-        from ltr.admin.extras import MissingExtra
         from pytracking.visdom_view import VisdomView
 
         try:  # fail before any work when the server (or the visdom package) is not there

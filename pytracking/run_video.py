@@ -27,6 +27,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from ltr.admin.extras import MissingExtra
 from pytracking.evaluation.tracker_spec import TRACKERS, TrackerSpec, build_tracker, prepare_spec
 from pytracking.tracker.dimp.frames import TrackerInputError, validate_init_box
 from pytracking.visdom_view import draw_boxes
@@ -180,7 +181,12 @@ def main(argv: list[str] | None = None) -> int:
         for warning in warnings:
             print(f"warning: {warning}", file=sys.stderr)
         run = track_video(spec, args.source, args.init, args.save)
-    except (VideoError, OSError, ValueError) as err:  # CheckpointError and TrackerInputError are ValueErrors
+    except (
+        VideoError,
+        OSError,
+        ValueError,
+        MissingExtra,
+    ) as err:  # CheckpointError, TrackerInputError: ValueErrors
         print(f"error: {err}", file=sys.stderr)
         return 2
     for i, b in enumerate(run.boxes):

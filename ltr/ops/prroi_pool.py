@@ -34,7 +34,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-__all__ = ["PrRoIPool", "prroi_pool"]
+__all__ = ["PrRoIPool", "prroi_pool", "prroi_pool_dense"]
 
 # Use the padded all-images path while B * max(rois per image) <= _MAX_PADDING * N: with little padding it does
 # the same arithmetic in fewer, larger products; with much padding the per-image path does less
@@ -327,6 +327,50 @@ def prroi_pool(
     else:
         pooled = _pool_per_image(features, weights_x, weights_y, layout)
     return pooled.permute(0, 2, 3, 1).contiguous()  # (N, out_w, C, out_h) -> (N, C, out_h, out_w)
+
+
+def prroi_pool_dense(
+    features: Tensor,
+    boxes_xyxy: Tensor,
+    output_size: int | tuple[int, int],
+    spatial_scale: float,
+) -> Tensor:
+    """:func:`prroi_pool` of a fixed number of boxes per image over the whole map, as a fixed graph.
+
+    The same values as :func:`prroi_pool`, but with no host synchronisation and no shape that depends on the
+    box values (no window around the boxes, no grouping by image), so that tracing it (``make_fx``,
+    ``torch.export``, ONNX export) records one graph valid for every box. It does the work of the whole map.
+
+    Args:
+        features: (B, C, H, W) float tensor.
+        boxes_xyxy: (B, N, 4) boxes of each image, xyxy image pixels (empty boxes pool to zeros).
+        output_size: ``out`` or ``(out_h, out_w)`` bins per box.
+        spatial_scale: feature-grid units per image pixel (``1 / stride``).
+
+    Returns:
+        (B, N, C, out_h, out_w), differentiable with respect to ``features`` and ``boxes_xyxy``.
+    """
+    if features.dim() != 4 or boxes_xyxy.dim() != 3 or boxes_xyxy.shape[0] != features.shape[0]:
+        raise ValueError(
+            f"prroi_pool_dense: features (B, C, H, W) and boxes (B, N, 4) must agree on B, got "
+            f"{tuple(features.shape)} and {tuple(boxes_xyxy.shape)}"
+        )
+    _check_scale(spatial_scale)
+    out_h, out_w = _pair(output_size)
+    num_images, channels, height, width = features.shape
+    num_boxes = boxes_xyxy.shape[1]
+    compute_dtype = torch.float32 if features.device.type == "mps" else torch.float64  # see prroi_pool
+    boxes = boxes_xyxy.reshape(-1, 4).to(compute_dtype) * spatial_scale
+    weights_x, weights_y = _box_weights(boxes, (0, 0), (out_h, out_w), (height, width), features.dtype)
+    # columns of all boxes of an image in one product, then the rows per box (as _pool_padded)
+    cols = torch.matmul(
+        weights_x.reshape(num_images, num_boxes * out_w, width),
+        features.reshape(num_images, channels * height, width).transpose(1, 2),
+    )
+    bins = torch.matmul(
+        cols.reshape(num_images * num_boxes, out_w * channels, height), weights_y.transpose(1, 2)
+    )
+    return bins.reshape(num_images, num_boxes, out_w, channels, out_h).permute(0, 1, 3, 4, 2)
 
 
 class PrRoIPool(nn.Module):

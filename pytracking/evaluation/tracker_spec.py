@@ -150,7 +150,9 @@ def prepare_spec(spec: TrackerSpec, *, keep_loaded: bool = True) -> tuple[Tracke
     unknown device or CUDA without a GPU, :class:`NoCheckpointError` when no ``--net`` is given and the
     workspace has no checkpoint of the parameter set's train setting, ``CheckpointError`` for a missing,
     foreign, corrupt or mismatched checkpoint (:func:`~pytracking.tracker.dimp.network.load_network`).
-    The network is loaded on the device and kept for :func:`build_tracker` in this process, or, with
+    With ``backend=onnxruntime`` the export folder is checked against the checkpoint and the parameters
+    (``OnnxExportError``, a ValueError; ``MissingExtra`` without onnxruntime). The network is loaded on the
+    device and kept for :func:`build_tracker` in this process, or, with
     ``keep_loaded=False`` (sequences tracked in other processes), checked on the CPU and dropped.
     """
     device = resolve_device(spec.device)
@@ -160,6 +162,11 @@ def prepare_spec(spec: TrackerSpec, *, keep_loaded: bool = True) -> tuple[Tracke
     if not Path(spec.net).is_file():
         raise CheckpointError(f"{spec.net}: no such checkpoint file (--net)")
     loaded = _network(spec.net, device) if keep_loaded else load_network(spec.net, "cpu")
+    params = tracker_params(spec)
+    if params.backend == "onnxruntime":  # the export fits this checkpoint and these parameters
+        from pytracking.onnx.runtime import check_backend
+
+        check_backend(params, device, geometry=loaded.geometry, checkpoint=spec.net)
     warning = parameter_mismatch(spec.param, loaded)
     return spec, [warning] if warning else []
 

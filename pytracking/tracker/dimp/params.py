@@ -119,6 +119,10 @@ class DiMPParams:
     #: torch.compile the per-frame backbone and classifier feature head (:mod:`.compiled`); falls back to
     #: eager with a warning where compilation fails
     compile: bool = False
+    #: who runs the networks (:mod:`.stages`): "torch" (this process's modules), or "onnxruntime" (the models
+    #: ``python -m pytracking.export_onnx`` wrote to ``onnx_dir`` for this network and parameter set; CPU)
+    backend: Literal["torch", "onnxruntime"] = "torch"
+    onnx_dir: str | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -143,5 +147,7 @@ class DiMPParams:
             raise ValueError(f"DiMPParams.score_window must be in [0, 1], got {self.score_window!r}")
         if self.compile not in (True, False):
             raise ValueError(f"DiMPParams.compile must be True or False, got {self.compile!r}")
+        if self.backend not in ("torch", "onnxruntime"):
+            raise ValueError(f"DiMPParams.backend must be 'torch' or 'onnxruntime', got {self.backend!r}")
         if self.refine_top_k < 1 or self.num_random_boxes < 0:
             raise ValueError("DiMPParams: refine_top_k must be >= 1 and num_random_boxes >= 0")

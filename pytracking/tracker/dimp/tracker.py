@@ -24,8 +24,7 @@ import torch
 from torch import Tensor
 
 from ltr.models.target_classifier import softmax_reg
-from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
-from pytracking.tracker.dimp.compiled import compiled_stage
+from ltr.models.tracking import CLF_LAYER, DiMPNet
 from pytracking.tracker.dimp.frames import (
     check_frame_size,
     frame_to_tensor,
@@ -46,6 +45,7 @@ from pytracking.tracker.dimp.memory import SampleMemory
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
 from pytracking.tracker.dimp.patches import sample_patch_multiscale
 from pytracking.tracker.dimp.refine import RefineResult, refine_box
+from pytracking.tracker.dimp.stages import network_stages
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
 
 
@@ -87,11 +87,10 @@ class DiMPTracker:
         self._std = torch.tensor(geometry.normalize_std, device=self.device).reshape(1, 3, 1, 1)
         #: the random draws of initialisation (shifts, dropout) and of the refinement's candidate boxes
         self.generator = torch.Generator().manual_seed(params.seed)
-        self._backbone: Callable[[Tensor], dict[str, Tensor]] = net.backbone
-        self._clf_features: Callable[[Tensor], Tensor] = net.classifier.feature_head
-        if params.compile:
-            self._backbone = compiled_stage(net.backbone, "backbone")
-            self._clf_features = compiled_stage(net.classifier.feature_head, "classifier feature head")
+        #: every network call goes through here (:mod:`.stages`: eager, compiled or ONNX Runtime)
+        self.stages = network_stages(net, geometry, params)
+        self._backbone: Callable[[Tensor], dict[str, Tensor]] = self.stages.backbone
+        self._clf_features: Callable[[Tensor], Tensor] = self.stages.clf_features
         self.frame_num = 0
         #: values of the last frame for visualisation and tests (see :meth:`track`)
         self.debug_info: dict[str, Any] = {}
@@ -129,7 +128,7 @@ class DiMPTracker:
 
     def _scores(self, clf: Tensor) -> Tensor:
         """(H', W') preprocessed scores of classification features (1, C, h, w)."""
-        scores = self.net.classifier.classify(self.filter, clf[:, None])[0, 0]
+        scores = self.stages.classify(self.filter, clf)[0, 0]
         if self.params.score_preprocess == "softmax":
             reg = getattr(self.net.classifier.optimizer, "softmax_reg", None)
             scores = softmax_reg(scores, dim=(-2, -1), reg=reg)
@@ -138,10 +137,7 @@ class DiMPTracker:
     def _optimize(self, num_iter: int) -> None:
         """``num_iter`` filter optimizer steps from the current filter on the sample memory."""
         feats, boxes, weights = self.memory.filled()
-        result = self.net.classifier.optimizer(
-            self.filter, feats[:, None], boxes[:, None], sample_weight=weights[:, None], num_iter=num_iter
-        )
-        self.filter = result.filters
+        self.filter = self.stages.optimize(self.filter, feats, boxes, weights, num_iter)
 
     def _refine(
         self, backbone_feat: dict[str, Tensor], sample_pos: Tensor, sample_scale: Tensor, update_scale: bool
@@ -150,12 +146,10 @@ class DiMPTracker:
         position, size and (if ``update_scale``) scale. Returns the refinement or None when it kept no box."""
         p = self.params
         init_box = self._iou_box(self.pos, self.target_sz, sample_pos, sample_scale).to(self.device)
-        head = self.net.box_head
-        test = head.get_test_features([backbone_feat[n] for n in BOX_LAYERS])
-        modulated = head.modulate(self.modulation, test)
+        modulated = self.stages.box_features(backbone_feat, self.modulation)
         draws = torch.rand(p.num_random_boxes, 4, generator=self.generator).to(self.device)
         result = refine_box(
-            lambda boxes: head.score_modulated(modulated, boxes),
+            lambda boxes: self.stages.box_score(modulated, boxes),
             init_box,
             draws,
             space=p.refine_space,
@@ -213,10 +207,10 @@ class DiMPTracker:
             max_scale_change=geo.max_scale_change,
             generator=self.generator,
         )
-        feats = self.net.backbone(self._normalize(init.patches.to(self.device)))
+        feats = self.stages.init_backbone(self._normalize(init.patches.to(self.device)))
 
         # classifier: augmented samples (+ dropout copies of the first), their boxes, filter, memory
-        clf = self.net.classifier.extract_features(feats[CLF_LAYER])
+        clf = self.stages.init_clf_features(feats[CLF_LAYER])
         transforms = list(init.transforms)
         aug = p.augmentation
         if aug.dropout_num > 0:
@@ -231,9 +225,7 @@ class DiMPTracker:
             [classifier_box + torch.tensor([t.shift[1], t.shift[0], 0.0, 0.0]) for t in transforms]
         )
         boxes = boxes.to(self.device)
-        self.filter = self.net.classifier.get_filter(
-            clf[:, None], boxes[:, None], num_iter=p.init_optim_iter
-        ).filters
+        self.filter = self.stages.initial_filter(clf, boxes, p.init_optim_iter)
         self.memory = SampleMemory(p.memory_size, init_min_weight=p.init_samples_min_weight)
         self.memory.initialize(clf, boxes)
 
@@ -241,7 +233,7 @@ class DiMPTracker:
         ref_box = (
             classifier_box + torch.tensor([transforms[0].shift[1], transforms[0].shift[0], 0.0, 0.0])
         ).to(self.device)
-        self.modulation = self.net.box_head.get_modulation([feats[n][:1] for n in BOX_LAYERS], ref_box[None])
+        self.modulation = self.stages.modulation({n: f[:1] for n, f in feats.items()}, ref_box[None])
         self._pos_refined: Tensor | None = None
         self.debug_info = {"init_patches": init.patches, "init_boxes": boxes}
 

@@ -1,0 +1,206 @@
+"""The tracker's network stages run by ONNX Runtime on the CPU (``DiMPParams(backend="onnxruntime")``).
+
+:class:`OrtStages` implements :class:`pytracking.tracker.dimp.stages.NetworkStages` with the models of an
+export folder (:mod:`.export`); the tracker's Python logic (crops, localisation, refinement, sample memory) is
+unchanged. The refinement takes df/dbox by autograd: :class:`OrtStages.box_score` returns the scores of the
+``box_score_grad`` model as a differentiable function of the boxes whose backward is that model's gradient, so
+:mod:`pytracking.tracker.dimp.refine` runs as it is (one ONNX Runtime call per ascent step).
+
+:func:`check_export` is every check of a folder against a checkpoint file, a network, its geometry and the
+parameters, each failure one line (:class:`OnnxExportError`): no folder or manifest, another checkpoint
+(sha256) or network (weights digest), another crop geometry or number of refinement boxes, a missing model.
+ONNX Runtime uses as many threads as torch (``torch.get_num_threads()``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ltr.admin.extras import import_extra
+from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
+from pytracking.onnx.manifest import (
+    Manifest,
+    OnnxExportError,
+    file_sha256,
+    read_manifest,
+    weights_sha256,
+)
+from pytracking.tracker.dimp.params import DiMPParams, Geometry
+
+__all__ = ["OrtStages", "check_backend", "check_export", "make_session"]
+
+Pair = tuple[Tensor, Tensor]
+
+
+def check_export(
+    folder: str | os.PathLike | None,
+    *,
+    params: DiMPParams,
+    geometry: Geometry | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    net: DiMPNet | None = None,
+) -> Manifest:
+    """The manifest of export ``folder`` after checking it fits (see the module docstring); the checkpoint
+    file, the network and the geometry are checked when given."""
+    if not folder:
+        raise OnnxExportError(
+            "backend=onnxruntime needs onnx_dir=DIR (made by python -m pytracking.export_onnx)"
+        )
+    manifest = read_manifest(folder)
+    source = manifest.checkpoint
+    if checkpoint is not None:
+        digest = file_sha256(checkpoint)
+        if digest != source["sha256"]:
+            raise OnnxExportError(
+                f"{folder}: exported from {source['path'] or 'a network without a file'} "
+                f"(sha256 {source['sha256'][:12] or '-'}), not from {checkpoint} (sha256 {digest[:12]}); "
+                f"export it again: python -m pytracking.export_onnx dimp {manifest.param} --net {checkpoint} --out DIR"
+            )
+    if net is not None and weights_sha256(net) != manifest.weights_sha256:
+        raise OnnxExportError(f"{folder}: the models were exported from another network than the one given")
+    if geometry is not None and manifest.geometry_object() != geometry:
+        raise OnnxExportError(
+            f"{folder}: exported for crop geometry {manifest.geometry_object()}, the network's is {geometry}"
+        )
+    if manifest.num_boxes != params.num_random_boxes + 1:
+        raise OnnxExportError(
+            f"{folder}: the refinement model scores {manifest.num_boxes} boxes, the parameters ask for "
+            f"{params.num_random_boxes + 1} (num_random_boxes + 1); export with the same parameters"
+        )
+    for name, entry in manifest.models.items():
+        if not (Path(folder) / entry.file).is_file():
+            raise OnnxExportError(f"{Path(folder) / entry.file}: missing (model {name!r} of the manifest)")
+    return manifest
+
+
+def check_backend(
+    params: DiMPParams,
+    device: torch.device | str,
+    *,
+    geometry: Geometry | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    net: DiMPNet | None = None,
+) -> Manifest:
+    """Everything ``backend=onnxruntime`` needs before tracking: onnxruntime installed (``MissingExtra``
+    otherwise), the CPU, no ``compile``, and an export folder that fits (:func:`check_export`)."""
+    import_extra("onnxruntime", "onnx")
+    if params.compile:
+        raise OnnxExportError("compile applies to backend=torch only, not to backend=onnxruntime")
+    if torch.device(device).type != "cpu":
+        raise OnnxExportError("backend=onnxruntime runs on the CPU: use --device cpu")
+    return check_export(params.onnx_dir, params=params, geometry=geometry, checkpoint=checkpoint, net=net)
+
+
+def make_session(path: str | os.PathLike, threads: int | None = None) -> Any:
+    """An ONNX Runtime CPU session of model ``path`` with all graph optimisations and ``threads`` intra-op
+    threads (default: torch's number)."""
+    ort = import_extra("onnxruntime", "onnx")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads or torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # errors only: no constant-folding notes on every session
+    return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def _numpy(t: Tensor) -> np.ndarray:
+    return t.detach().to(torch.float32).contiguous().numpy()
+
+
+class _ScoreWithGrad(torch.autograd.Function):
+    """f(boxes) whose backward is the gradient the model computed with it (no autograd graph of its own)."""
+
+    @staticmethod
+    def forward(ctx: Any, boxes: Tensor, run: Any) -> Tensor:  # type: ignore[override]
+        scores, grad = run(boxes)
+        ctx.save_for_backward(grad)
+        return scores
+
+    @staticmethod
+    def backward(ctx: Any, grad_scores: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+        (grad,) = ctx.saved_tensors
+        return grad_scores[..., None] * grad, None
+
+
+class OrtStages:
+    """:class:`~pytracking.tracker.dimp.stages.NetworkStages` on the models of an export folder.
+
+    Use :meth:`open` (which checks the folder); ``sessions`` maps model names to ONNX Runtime sessions.
+    """
+
+    def __init__(self, folder: str | os.PathLike, manifest: Manifest, threads: int | None = None) -> None:
+        self.folder = Path(folder)
+        self.manifest = manifest
+        self.sessions = {
+            name: make_session(self.folder / entry.file, threads) for name, entry in manifest.models.items()
+        }
+
+    @classmethod
+    def open(
+        cls, folder: str | os.PathLike | None, net: DiMPNet, geometry: Geometry, params: DiMPParams
+    ) -> OrtStages:
+        """Check ``folder`` against ``net``, ``geometry`` and ``params`` (:func:`check_export`) and open it."""
+        params = dataclasses.replace(params, onnx_dir=None if folder is None else str(folder))
+        manifest = check_backend(params, next(net.parameters()).device, geometry=geometry, net=net)
+        return cls(str(folder), manifest)
+
+    def run(self, name: str, *inputs: Tensor) -> list[Tensor]:
+        """Model ``name`` on torch tensors (float32, CPU); its outputs as torch tensors."""
+        session = self.sessions[name]
+        feeds = {arg.name: _numpy(t) for arg, t in zip(session.get_inputs(), inputs, strict=True)}
+        return [torch.from_numpy(out) for out in session.run(None, feeds)]
+
+    # ------------------------------------------------------------------------------------- NetworkStages
+    def backbone(self, images: Tensor) -> dict[str, Tensor]:
+        layer2, layer3 = self.run("backbone", images)
+        return {BOX_LAYERS[0]: layer2, CLF_LAYER: layer3}
+
+    init_backbone = backbone
+
+    def clf_features(self, layer3: Tensor) -> Tensor:
+        return self.run("clf_features", layer3)[0]
+
+    init_clf_features = clf_features
+
+    def classify(self, filters: Tensor, clf: Tensor) -> Tensor:
+        return self.run("clf_scores", filters, clf)[0]
+
+    def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> Pair:
+        mod2, mod3 = self.run("box_features", feats[BOX_LAYERS[0]], feats[BOX_LAYERS[1]], *modulation)
+        return mod2, mod3
+
+    def box_score(self, modulated: Pair, boxes: Tensor) -> Tensor:
+        feeds = [_numpy(m) for m in modulated]
+        session = self.sessions["box_score_grad"]
+        names = [arg.name for arg in session.get_inputs()]
+
+        def run(y: Tensor) -> tuple[Tensor, Tensor]:
+            scores, grad = session.run(None, dict(zip(names, [*feeds, _numpy(y)], strict=True)))
+            return torch.from_numpy(scores).to(y.dtype), torch.from_numpy(grad).to(y.dtype)
+
+        return _ScoreWithGrad.apply(boxes, run)
+
+    def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
+        mod2, mod3 = self.run("modulation", feats[BOX_LAYERS[0]], feats[BOX_LAYERS[1]], box)
+        return mod2, mod3
+
+    def initial_filter(self, clf: Tensor, boxes: Tensor, num_iter: int) -> Tensor:
+        filters = self.run("initial_filter", clf, boxes)[0]
+        weights = torch.full((clf.shape[0],), 1.0 / clf.shape[0])
+        return self.optimize(filters, clf, boxes, weights, num_iter)
+
+    def optimize(self, filters: Tensor, clf: Tensor, boxes: Tensor, weights: Tensor, num_iter: int) -> Tensor:
+        session = self.sessions["filter_step"]
+        names = [arg.name for arg in session.get_inputs()]
+        feeds = dict(zip(names[1:], [_numpy(clf), _numpy(boxes), _numpy(weights)], strict=True))
+        w = _numpy(filters)
+        for _ in range(num_iter):
+            (w,) = session.run(None, {names[0]: w, **feeds})
+        return torch.from_numpy(w)

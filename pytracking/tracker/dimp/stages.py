@@ -1,0 +1,119 @@
+"""The tracker's one seam to its network: every network call of :class:`~.tracker.DiMPTracker` goes through a
+:class:`NetworkStages` object, so a speed-up replaces the calls while the tracker's per-frame logic stays.
+
+:class:`TorchStages` is the plain eager path (with ``params.compile``, the per-frame backbone and classifier
+feature head through :mod:`.compiled`); ``params.backend="onnxruntime"`` gives
+:class:`pytracking.onnx.runtime.OrtStages`, the networks exported by :mod:`pytracking.export_onnx` run by
+ONNX Runtime. Shapes: crops (N, 3, H, W) ImageNet-normalised; classification features (N, C, h, w); filters
+(1, C, k, k); boxes xywh crop pixels; modulation ((1, M2), (1, M3)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from torch import Tensor
+
+from ltr.models.tracking import BOX_LAYERS, DiMPNet
+from pytracking.tracker.dimp.compiled import compiled_stage
+from pytracking.tracker.dimp.params import DiMPParams, Geometry
+
+Pair = tuple[Tensor, Tensor]
+
+__all__ = ["NetworkStages", "TorchStages", "network_stages"]
+
+
+class NetworkStages(Protocol):
+    """What the tracker asks of its network (module docstring for the shapes).
+
+    ``backbone`` / ``clf_features``: the per-frame crop (batch 1); ``init_backbone`` / ``init_clf_features``:
+    the first frame's augmented crops (batch N). ``box_score`` must be differentiable with respect to the
+    boxes (the refinement takes its gradient by autograd).
+    """
+
+    backbone: Callable[[Tensor], dict[str, Tensor]]
+    clf_features: Callable[[Tensor], Tensor]
+
+    def init_backbone(self, images: Tensor) -> dict[str, Tensor]:
+        """(N, 3, H, W) crops -> {"layer2": ..., "layer3": ...}."""
+        ...
+
+    def init_clf_features(self, layer3: Tensor) -> Tensor:
+        """(N, C3, h, w) -> (N, C, h, w)."""
+        ...
+
+    def classify(self, filters: Tensor, clf: Tensor) -> Tensor:
+        """Raw scores (1, 1, H', W') of the filter on (1, C, h, w) features."""
+        ...
+
+    def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> Pair:
+        """The box head's modulated test features of one crop's backbone features."""
+        ...
+
+    def box_score(self, modulated: Pair, boxes: Tensor) -> Tensor:
+        """f (1, S) of (1, S, 4) xywh boxes on modulated test features."""
+        ...
+
+    def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
+        """Modulation vectors of a reference crop's features (batch 1) and its (1, 4) xywh box."""
+        ...
+
+    def initial_filter(self, clf: Tensor, boxes: Tensor, num_iter: int) -> Tensor:
+        """Filter (1, C, k, k) from (S, C, h, w) features and (S, 4) boxes: initializer + ``num_iter`` steps."""
+        ...
+
+    def optimize(self, filters: Tensor, clf: Tensor, boxes: Tensor, weights: Tensor, num_iter: int) -> Tensor:
+        """``num_iter`` filter optimizer steps on (S, C, h, w) samples, (S, 4) boxes, (S,) weights."""
+        ...
+
+
+class TorchStages:
+    """The network's own modules, eager (the per-frame backbone and feature head compiled if asked)."""
+
+    def __init__(self, net: DiMPNet, *, compile: bool = False) -> None:
+        self.net = net
+        self.backbone: Callable[[Tensor], dict[str, Tensor]] = net.backbone
+        self.clf_features: Callable[[Tensor], Tensor] = net.classifier.feature_head
+        if compile:
+            self.backbone = compiled_stage(net.backbone, "backbone")
+            self.clf_features = compiled_stage(net.classifier.feature_head, "classifier feature head")
+
+    def init_backbone(self, images: Tensor) -> dict[str, Tensor]:
+        return self.net.backbone(images)
+
+    def init_clf_features(self, layer3: Tensor) -> Tensor:
+        return self.net.classifier.extract_features(layer3)
+
+    def classify(self, filters: Tensor, clf: Tensor) -> Tensor:
+        return self.net.classifier.classify(filters, clf[:, None])
+
+    def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> Pair:
+        head = self.net.box_head
+        return head.modulate(modulation, head.get_test_features([feats[n] for n in BOX_LAYERS]))
+
+    def box_score(self, modulated: Pair, boxes: Tensor) -> Tensor:
+        return self.net.box_head.score_modulated(modulated, boxes)
+
+    def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
+        return self.net.box_head.get_modulation([feats[n] for n in BOX_LAYERS], box)
+
+    def initial_filter(self, clf: Tensor, boxes: Tensor, num_iter: int) -> Tensor:
+        return self.net.classifier.get_filter(clf[:, None], boxes[:, None], num_iter=num_iter).filters
+
+    def optimize(self, filters: Tensor, clf: Tensor, boxes: Tensor, weights: Tensor, num_iter: int) -> Tensor:
+        optimizer = self.net.classifier.optimizer
+        return optimizer(
+            filters, clf[:, None], boxes[:, None], sample_weight=weights[:, None], num_iter=num_iter
+        ).filters
+
+
+def network_stages(net: DiMPNet, geometry: Geometry, params: DiMPParams) -> NetworkStages:
+    """The stages ``params.backend`` names for ``net`` (ONNX Runtime: the models in ``params.onnx_dir``,
+    checked against ``net``, ``geometry`` and ``params``; ``pytracking.onnx.manifest.OnnxExportError`` if
+    they do not fit)."""
+    if params.backend == "onnxruntime":
+        from pytracking.onnx.runtime import OrtStages
+
+        return OrtStages.open(params.onnx_dir, net, geometry, params)
+    return TorchStages(net, compile=params.compile)
