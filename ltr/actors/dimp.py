@@ -36,8 +36,10 @@ class DiMPActor:
     ``__call__(batch) -> (loss, stats)``: loss a scalar tensor; stats detached scalar tensors named
     ``loss/total``, ``loss/box`` (unweighted box loss), ``loss/clf`` (weighted classifier loss),
     ``clf/final`` (unweighted hinge-MSE of the final filter), ``clf/iter_<i>`` (unweighted, i = 0 the
-    initial filter), ``box/score_gap`` (mean box-head score of the ground truth minus that of the
-    noise/proposal samples; absent for ``sm``) and the box method's own stats as ``box/<name>``.
+    initial filter) and the box method's own stats as ``box/<name>``, among them ``box/score_gap`` (mean
+    box-head score of the positive minus that of the noise samples, for ``ml_is``, ``nce``, ``nce_plus``).
+    With ``score_ground_truth`` the ground-truth box is scored too: ``box/score_gt`` and ``box/score_gap``
+    (ground truth minus the samples, every method but ``sm``).
 
     Args:
         net: the network.
@@ -46,6 +48,10 @@ class DiMPActor:
         box_weight: weight of the box loss (0.01 as in SuperDiMP).
         clf_weights: classifier loss weights over the iterates.
         hinge_threshold: the hinge-MSE label threshold.
+        score_ground_truth: for the sampling methods, score the ground-truth box with the proposals (one
+            more box per test frame) for the ``box/score_gt`` / ``box/score_gap`` statistics. Off by default,
+            as in the reference: in train mode the box head's BatchNorm takes its statistics over every
+            scored box, so the extra box would change the loss (by about one part in the number of boxes).
     """
 
     def __init__(
@@ -56,6 +62,7 @@ class DiMPActor:
         clf_weights: ClassifierLossWeights = ClassifierLossWeights(),  # noqa: B008 (frozen dataclass)
         *,
         hinge_threshold: float = 0.05,
+        score_ground_truth: bool = False,
     ) -> None:
         if isinstance(box_method, SM):
             raise ValueError(
@@ -67,6 +74,7 @@ class DiMPActor:
         self.box_weight = box_weight
         self.clf_weights = clf_weights
         self.hinge_threshold = hinge_threshold
+        self.score_ground_truth = score_ground_truth
 
     def train(self, mode: bool = True) -> DiMPActor:
         """Put the network in train (or eval) mode."""
@@ -111,9 +119,12 @@ class DiMPActor:
         method = self.box_method
         sampling = method is not None and is_sampling_method(method)
         # one call through the (possibly DDP-wrapped) network's forward; sampling methods score the
-        # proposals plus the ground truth (last column, statistics only) there
+        # proposals (plus, with score_ground_truth, the ground truth: last column, statistics only) there
+        with_gt = sampling and self.score_ground_truth
         if sampling:
-            proposals = torch.cat([batch["proposals"], test_boxes[:, :, None]], dim=2)
+            proposals = batch["proposals"]
+            if with_gt:
+                proposals = torch.cat([proposals, test_boxes[:, :, None]], dim=2)
             out = self.net(*images, proposals, return_context=True)
         else:
             out = self.net(*images, None, return_context=True)
@@ -134,7 +145,10 @@ class DiMPActor:
                     batch["proposal_log_q"].reshape(n, -1),
                     None if log_p is None else log_p.reshape(n, -1),
                 )
-                box = sampling_box_loss(method, scores[:, :-1], scores[:, -1], candidates)
+                if with_gt:
+                    box = sampling_box_loss(method, scores[:, :-1], candidates, score_gt=scores[:, -1])
+                else:
+                    box = sampling_box_loss(method, scores, candidates)
             else:
                 context = out.box_context
 

@@ -95,21 +95,25 @@ def is_sampling_method(method: Any) -> bool:
     return hasattr(method, "loss_from_scores") and hasattr(method, "sample")
 
 
-def sampling_box_loss(method: Any, scores: Tensor, score_gt: Tensor, candidates: Candidates) -> BoxLoss:
+def sampling_box_loss(
+    method: Any, scores: Tensor, candidates: Candidates, *, score_gt: Tensor | None = None
+) -> BoxLoss:
     """Box loss of a sampling method (``ml_is``, ``kld_is``, ``nce``, ``nce_plus``) from box-head scores.
 
     Args:
         method: the method object (has ``loss_from_scores``).
         scores: (N, S) f at the candidates (column 0 the positive for ml_is/nce/nce_plus).
-        score_gt: (N,) f at the ground-truth box (statistics only).
         candidates: ``Candidates(y_rel (N, S, 4), log_q (N, S), log_p (N, S) or None)``.
+        score_gt: (N,) f at the ground-truth box (statistics only): adds ``score_gt`` and makes
+            ``score_gap`` the ground truth's mean score minus the samples'.
     """
     result = method.loss_from_scores(scores, candidates)
     noise = scores if isinstance(method, KLDIS) else scores[:, 1:]  # the others: column 0 = positive
     stats = {k: v.detach() for k, v in result.stats.items()}
     stats["score_samples"] = noise.detach().mean()
-    stats["score_gt"] = score_gt.detach().mean()
-    stats["score_gap"] = stats["score_gt"] - stats["score_samples"]
+    if score_gt is not None:
+        stats["score_gt"] = score_gt.detach().mean()
+        stats["score_gap"] = stats["score_gt"] - stats["score_samples"]
     return BoxLoss(result.loss, stats)
 
 
@@ -182,7 +186,7 @@ def box_loss(
     s = proposals.shape[1]
     scores = score_boxes(torch.cat([proposals, gt_boxes.detach()[:, None].to(proposals.dtype)], dim=1))
     candidates = Candidates(proposals_rel, proposal_log_q, proposal_log_p)
-    return sampling_box_loss(method, scores[:, :s], scores[:, s], candidates)
+    return sampling_box_loss(method, scores[:, :s], candidates, score_gt=scores[:, s])
 
 
 __all__ = [

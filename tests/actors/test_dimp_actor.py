@@ -70,7 +70,7 @@ NAMED = ("loss/total", "loss/box", "loss/clf", "clf/final", "box/score_gap", "bo
 )
 def test_actor_returns_finite_loss_and_named_stats(net, method, kwargs):
     batch = make_batch(method, kwargs)
-    actor = DiMPActor(net, build_method(method, **kwargs)).train()
+    actor = DiMPActor(net, build_method(method, **kwargs), score_ground_truth=True).train()
     net.zero_grad()
     loss, stats = actor(batch)
     assert loss.dim() == 0 and torch.isfinite(loss)
@@ -82,6 +82,26 @@ def test_actor_returns_finite_loss_and_named_stats(net, method, kwargs):
     loss.backward()
     assert net.box_head.predictor.weight.grad.abs().sum() > 0
     assert net.classifier.optimizer.log_step_length.grad is not None
+
+
+def test_ground_truth_is_scored_only_when_asked(net):
+    # the reference scores the proposals alone; in train mode the box head's BatchNorm statistics would
+    # include the ground-truth box, so scoring it changes the loss
+    batch = make_batch("kld_is", KLD_IS)
+    method = build_method("kld_is", **KLD_IS)
+    net.train()
+    torch.manual_seed(0)
+    plain_loss, plain = DiMPActor(net, method)(batch)
+    with_gt_loss, with_gt = DiMPActor(net, method, score_ground_truth=True)(batch)
+    assert "box/score_gt" not in plain and "box/score_gap" not in plain
+    assert "box/score_gt" in with_gt and torch.isfinite(with_gt["box/score_gap"])
+    assert with_gt["loss/box"].item() != plain["loss/box"].item()
+    assert with_gt_loss.item() == pytest.approx(plain_loss.item(), rel=1e-2)
+    net.eval()
+    with torch.no_grad():  # eval mode: each box is scored on its own, so the loss is the same
+        _, a = DiMPActor(net, method)(batch)
+        _, b = DiMPActor(net, method, score_ground_truth=True)(batch)
+    assert a["loss/box"].item() == pytest.approx(b["loss/box"].item(), rel=1e-6)
 
 
 def test_labels_without_end_padding_are_accepted(net):

@@ -81,7 +81,7 @@ def test_kld_is_on_the_reference_densities_and_on_ours(golden, inputs):
 
 class FixedOutputs(torch.nn.Module):
     """Stands in for DiMPNet in the actor: returns the given classifier and box scores (as parameters, so
-    the gradients of the loss land in ``.grad``); the box head's ground-truth column scores 0."""
+    the gradients of the loss land in ``.grad``)."""
 
     def __init__(self, clf_scores: torch.Tensor, box_scores: torch.Tensor) -> None:
         super().__init__()
@@ -92,11 +92,8 @@ class FixedOutputs(torch.nn.Module):
         return tuple(self.clf.shape[-2:])
 
     def forward(self, train_images, test_images, train_boxes, proposals, return_context=False):
-        assert proposals.shape[:3] == (*self.box.shape[:2], self.box.shape[2] + 1)
-        gt = torch.zeros(*self.box.shape[:2], 1)
-        return SimpleNamespace(
-            clf_scores=self.clf, box_scores=torch.cat([self.box, gt], -1), box_context=None
-        )
+        assert proposals.shape[:3] == self.box.shape  # the proposals alone, as the reference scores them
+        return SimpleNamespace(clf_scores=self.clf, box_scores=self.box, box_context=None)
 
 
 def _batch(inputs, method: str, candidates: Candidates) -> dict[str, torch.Tensor]:
