@@ -167,11 +167,16 @@ def brightness_normalize(
 def normalization_lut(
     brightness: float, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD
 ) -> np.ndarray:
-    """(C, 256) float32 table: entry [c, v] = (min(v * brightness / 255, 1) - mean[c]) / std[c]."""
-    v = np.minimum(np.arange(256, dtype=np.float64) * (brightness / 255.0), 1.0)
-    m = np.asarray(mean, dtype=np.float64)[:, None]
-    s = np.asarray(std, dtype=np.float64)[:, None]
-    return ((v[None, :] - m) / s).astype(np.float32)
+    """(C, 256) float32 table: entry [c, v] = (min(v * brightness / 255, 1) - mean[c]) / std[c].
+
+    Computed in float32 in the reference's order (``v * float32(brightness / 255)``, clamp, minus the mean,
+    divided by the std, each step rounded to float32), so the normalised images equal pytracking's bit for
+    bit."""
+    v = np.arange(256, dtype=np.float32) * np.float32(brightness / 255.0)
+    v = np.minimum(v, np.float32(1.0))
+    m = np.asarray(mean, dtype=np.float32)[:, None]
+    s = np.asarray(std, dtype=np.float32)[:, None]
+    return (v[None, :] - m) / s
 
 
 def brightness_normalize_lut(
