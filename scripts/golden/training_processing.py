@@ -124,6 +124,7 @@ SAMPLES: list[tuple[int, list[tuple[tuple[int, int, int, int], tuple[float, floa
     ),
 ]
 NUM_TRAIN = 3
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 #: the samples whose label maps are stored (the others' would double the file; their boxes are compared)
 LABEL_SAMPLES = (0, 2)
 
@@ -217,32 +218,28 @@ def _instrument(
     return records
 
 
-def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
-    """The golden file's arrays (see the module docstring)."""
-    ref = import_reference(
-        args.pytracking,
-        processing="ltr.data.processing",
-        processing_utils="ltr.data.processing_utils",
-        transforms="ltr.data.transforms",
-        tensordict="pytracking.libs.tensordict",
-    )
+#: pytracking's modules the processing needs (``import_reference`` names)
+REFERENCE_MODULES = {
+    "processing": "ltr.data.processing",
+    "processing_utils": "ltr.data.processing_utils",
+    "transforms": "ltr.data.transforms",
+    "tensordict": "pytracking.libs.tensordict",
+}
+
+
+def process_samples(ref: types.SimpleNamespace) -> list[tuple[int, _Records, Any]]:
+    """Run pytracking's processing on every sample of :data:`SAMPLES`: (seed, records, output TensorDict)."""
     tfm = ref.transforms
-    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
     joint = tfm.Transform(tfm.ToGrayscale(probability=0.05), tfm.RandomHorizontalFlip(probability=0.5))
     train = tfm.Transform(
         tfm.ToTensorAndJitter(0.2),
         tfm.RandomHorizontalFlip(probability=0.5),
-        tfm.Normalize(mean=mean, std=std),
+        tfm.Normalize(mean=list(MEAN), std=list(STD)),
     )
     proc = ref.processing.KLDiMPProcessing(**ARGS, transform=train, joint_transform=joint)
     seeds = [_grayscale_seed(seed) if i == 2 else seed for i, (seed, _) in enumerate(SAMPLES)]
     records = _instrument(ref, proc, joint, train, [1000 + s for s in seeds])
-
-    out: dict[str, list[Any]] = {}
-
-    def put(key: str, value: Any) -> None:
-        out.setdefault(key, []).append(np.asarray(value))
-
+    results = []
     for seed, (_, frames) in zip(seeds, SAMPLES, strict=True):
         records.append(_Records())
         random.seed(seed)
@@ -261,8 +258,21 @@ def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
                 "test_class": None,
             }
         )
-        result = proc(data)
-        rec = records[-1]
+        results.append((seed, records[-1], proc(data)))
+    return results
+
+
+def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
+    """The golden file's arrays (see the module docstring)."""
+    ref = import_reference(args.pytracking, **REFERENCE_MODULES)
+    out: dict[str, list[Any]] = {}
+
+    def put(key: str, value: Any) -> None:
+        out.setdefault(key, []).append(np.asarray(value))
+
+    for (seed, rec, result), (_, frames) in zip(process_samples(ref), SAMPLES, strict=True):
+        windows = [w for w, _ in frames]
+        boxes = [torch.tensor(b, dtype=torch.float32) for _, b in frames]
         rolls: dict[str, list[Any]] = {}
         for name, value in rec.rolls:
             rolls.setdefault(name, []).append(value)
@@ -301,6 +311,6 @@ def run(args: argparse.Namespace) -> dict[str, np.ndarray]:
     arrays["label_samples"] = np.asarray(LABEL_SAMPLES, np.int64)
     config = {k: v for k, v in ARGS.items()}
     config.update(num_train=NUM_TRAIN, subsample=[SUBSAMPLE.start, SUBSAMPLE.step], grayscale_prob=0.05)
-    config.update(joint_flip_prob=0.5, flip_prob=0.5, brightness_jitter=0.2, mean=mean, std=std)
+    config.update(joint_flip_prob=0.5, flip_prob=0.5, brightness_jitter=0.2, mean=list(MEAN), std=list(STD))
     arrays["config"] = np.asarray(json.dumps(config, sort_keys=True))
     return arrays
