@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import platform
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -91,16 +92,19 @@ def export_model(
             else None
             for name in input_names
         }
-    program = torch.onnx.export(
-        module,
-        tuple(args),
-        input_names=list(input_names),
-        output_names=list(output_names),
-        dynamic_shapes=dynamic_shapes,
-        opset_version=OPSET,
-        dynamo=True,
-        verbose=False,
-    )
+    with warnings.catch_warnings():
+        # inputs that share a dynamic dimension make torch name it once and warn about the others
+        warnings.filterwarnings("ignore", message=".*will not be used, since it shares the same shape")
+        program = torch.onnx.export(
+            module,
+            tuple(args),
+            input_names=list(input_names),
+            output_names=list(output_names),
+            dynamic_shapes=dynamic_shapes,
+            opset_version=OPSET,
+            dynamo=True,
+            verbose=False,
+        )
     proto = program.model_proto
     onnx.checker.check_model(proto, full_check=True)
     data = proto.SerializeToString()

@@ -1,0 +1,174 @@
+"""int8 models by ONNX Runtime's static quantisation, calibrated on frames of a dataset.
+
+The convolutional models (:data:`QUANTIZED`: the backbone, the classifier feature head, the box head's test
+branches) get int8 weights (per output channel, signed) and int8 activations (unsigned) with ranges calibrated
+on the tensors they see when the float32 models track the first frames of the calibration dataset's
+sequences. The scoring, the refinement's gradient, the modulation and the filter optimizer stay float32: they
+are small, and the gradient and the optimizer's line search are sensitive to rounding. Weights use the
+reduced 7-bit range, which keeps x86 CPUs without VNNI from saturating their int8 products.
+
+:func:`quantize_export` turns a float32 export folder into an int8 one in place: the manifest's precision
+becomes ``int8`` with the calibration source (dataset, frames) and the new files' checksums.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from torch import Tensor
+
+from ltr.admin.extras import import_extra
+from ltr.admin.io import atomic_write
+from ltr.dataset.registry import BENCHMARKS, parse_dataset_spec
+from pytracking.onnx.manifest import Manifest, file_sha256, read_manifest, write_manifest
+from pytracking.onnx.runtime import OrtStages
+from pytracking.tracker.dimp.network import LoadedNet
+from pytracking.tracker.dimp.params import DiMPParams
+from pytracking.tracker.dimp.tracker import DiMPTracker
+
+__all__ = ["QUANTIZED", "calibration_inputs", "quantize_export"]
+
+QUANTIZED = ("backbone", "clf_features", "box_features")
+
+
+class _Recorder:
+    """OrtStages that also keep the inputs of the models in :data:`QUANTIZED` (per-frame calls only)."""
+
+    def __init__(self, stages: OrtStages) -> None:
+        self.stages = stages
+        self.inputs: dict[str, list[dict[str, np.ndarray]]] = {name: [] for name in QUANTIZED}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stages, name)
+
+    def _keep(self, model: str, *tensors: Tensor) -> None:
+        names = [arg.name for arg in self.stages.sessions[model].get_inputs()]
+        self.inputs[model].append(
+            {n: t.detach().float().contiguous().numpy().copy() for n, t in zip(names, tensors)}
+        )
+
+    def backbone(self, images: Tensor) -> dict[str, Tensor]:
+        self._keep("backbone", images)
+        return self.stages.backbone(images)
+
+    def clf_features(self, layer3: Tensor) -> Tensor:
+        self._keep("clf_features", layer3)
+        return self.stages.clf_features(layer3)
+
+    def box_features(
+        self, feats: dict[str, Tensor], modulation: tuple[Tensor, Tensor]
+    ) -> tuple[Tensor, Tensor]:
+        self._keep("box_features", feats["layer2"], feats["layer3"], *modulation)
+        return self.stages.box_features(feats, modulation)
+
+
+def calibration_inputs(
+    folder: str | os.PathLike,
+    loaded: LoadedNet,
+    params: DiMPParams,
+    *,
+    dataset: str = "synthetic:val",
+    root: str | None = None,
+    num_frames: int = 64,
+) -> dict[str, list[dict[str, np.ndarray]]]:
+    """The inputs (model name -> list of input feeds) of the :data:`QUANTIZED` models when the float32 models
+    of ``folder`` track ``dataset`` (``name[:split]``): about ``num_frames`` frames, the first frames of up to
+    8 sequences (fewer frames each when the dataset has more sequences)."""
+    name, split = parse_dataset_spec(dataset)
+    data = BENCHMARKS[name].open(root, split)
+    names = data.sequence_names()
+    if not names:
+        raise ValueError(f"calibration dataset {dataset!r} has no sequences")
+    sequences = names[: min(len(names), 8)]
+    per_sequence = max(1, math.ceil(num_frames / len(sequences)))
+    float_params = dataclasses.replace(params, backend="onnxruntime", onnx_dir=str(folder), compile=False)
+    tracker = DiMPTracker(loaded.net, loaded.geometry, float_params)
+    recorder = _Recorder(tracker.stages)  # type: ignore[arg-type]
+    tracker.stages = recorder  # type: ignore[assignment]
+    tracker._backbone, tracker._clf_features = recorder.backbone, recorder.clf_features
+    for seq_name in sequences:
+        sequence = data.get_sequence(seq_name)
+        tracker.initialize(sequence.frame(0), sequence.init_box)
+        for i in range(1, min(len(sequence), per_sequence + 1)):
+            tracker.track(sequence.frame(i))
+            if len(recorder.inputs["backbone"]) >= num_frames:
+                return recorder.inputs
+    return recorder.inputs
+
+
+def _reader(feeds: list[dict[str, np.ndarray]]) -> Any:
+    ort_quant = import_extra("onnxruntime.quantization", "onnx")
+
+    class Reader(ort_quant.CalibrationDataReader):
+        def __init__(self) -> None:
+            self._it: Iterator[dict[str, np.ndarray]] = iter(feeds)
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self._it, None)
+
+        def rewind(self) -> None:
+            self._it = iter(feeds)
+
+    return Reader()
+
+
+def quantize_model(
+    src: str | os.PathLike, dst: str | os.PathLike, feeds: list[dict[str, np.ndarray]]
+) -> None:
+    """Statically quantise ONNX model ``src`` into ``dst`` (atomically) with activation ranges from ``feeds``."""
+    ort_quant = import_extra("onnxruntime.quantization", "onnx")
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pre, out = Path(tmp) / "pre.onnx", Path(tmp) / "int8.onnx"
+        quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
+        ort_quant.quantize_static(
+            str(pre),
+            str(out),
+            _reader(feeds),
+            quant_format=ort_quant.QuantFormat.QDQ,
+            per_channel=True,
+            reduce_range=True,
+            activation_type=ort_quant.QuantType.QUInt8,
+            weight_type=ort_quant.QuantType.QInt8,
+            calibrate_method=ort_quant.CalibrationMethod.MinMax,
+        )
+        data = out.read_bytes()
+    atomic_write(dst, lambda f: f.write(data))
+
+
+def quantize_export(
+    folder: str | os.PathLike,
+    loaded: LoadedNet,
+    params: DiMPParams,
+    *,
+    dataset: str = "synthetic:val",
+    root: str | None = None,
+    num_frames: int = 64,
+) -> Manifest:
+    """Quantise the float32 export in ``folder`` to int8 in place (module docstring); returns the manifest."""
+    manifest = read_manifest(folder)
+    if manifest.precision != "float32":
+        raise ValueError(f"{folder}: already {manifest.precision}; quantise a float32 export")
+    feeds = calibration_inputs(folder, loaded, params, dataset=dataset, root=root, num_frames=num_frames)
+    (Path(folder) / "manifest.json").unlink()  # the folder is not a finished export while files change
+    models = dict(manifest.models)
+    for name in QUANTIZED:
+        path = Path(folder) / manifest.models[name].file
+        quantize_model(path, path, feeds[name])
+        models[name] = dataclasses.replace(models[name], sha256=file_sha256(path))
+    manifest = dataclasses.replace(
+        manifest,
+        models=models,
+        precision="int8",
+        calibration={"dataset": dataset, "frames": len(feeds["backbone"]), "models": list(QUANTIZED)},
+    )
+    write_manifest(folder, manifest)
+    return manifest

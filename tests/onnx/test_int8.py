@@ -1,0 +1,89 @@
+"""int8 by static quantisation, calibrated on synthetic frames (slow: uses the session's tiny export).
+
+Tolerance: on held-out inputs (the synthetic test split; calibrated on val) the quantised convolutional models'
+output errors are on average below 10% of the float32 outputs' root mean square, each below 25% (int8
+activations, 7-bit weights, a random network); the other models are unchanged; a sequence tracks on them."""
+
+import dataclasses
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from ltr.admin.config import apply_overrides
+from pytracking.export_onnx import main as export_main
+from pytracking.onnx.export import example_inputs
+from pytracking.onnx.manifest import file_sha256, read_manifest
+from pytracking.onnx.quantize import QUANTIZED, calibration_inputs, quantize_export
+from pytracking.onnx.runtime import OrtStages
+from pytracking.parameter.dimp import get_parameters
+from pytracking.tracker.dimp import DiMPTracker, load_network
+from tests.onnx.conftest import OPENED, REFINE
+from tests.tracker.helpers import random_frame
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def int8(tiny_export, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("int8") / "export"
+    shutil.copytree(tiny_export.folder, folder)
+    loaded = load_network(tiny_export.checkpoint)
+    params = apply_overrides(get_parameters("nce_plus_tiny"), OPENED + REFINE)
+    quantize_export(folder, loaded, params, dataset="synthetic:val", num_frames=8)
+    return loaded, params, folder
+
+
+def test_manifest_of_the_int8_export(tiny_export, int8):
+    folder = int8[2]
+    manifest, before = read_manifest(folder), read_manifest(tiny_export.folder)
+    assert manifest.precision == "int8" and before.precision == "float32"
+    assert manifest.calibration == {"dataset": "synthetic:val", "frames": 8, "models": list(QUANTIZED)}
+    for name, entry in manifest.models.items():
+        assert file_sha256(folder / entry.file) == entry.sha256
+        assert (entry.sha256 != before.models[name].sha256) == (name in QUANTIZED)
+    with pytest.raises(ValueError, match="already int8"):
+        quantize_export(folder, *int8[:2])
+
+
+def test_int8_models_stay_close_to_float32_and_track(tiny_export, int8):
+    loaded, params, folder = int8
+    fp32 = OrtStages(tiny_export.folder, read_manifest(tiny_export.folder))
+    q = OrtStages(folder, read_manifest(folder))
+    # held-out inputs: what the models see tracking the synthetic test split (calibrated on val)
+    held_out = calibration_inputs(tiny_export.folder, loaded, params, dataset="synthetic:test", num_frames=6)
+    for model in QUANTIZED:
+        errors = []
+        for feed in held_out[model]:
+            for got, want in zip(
+                q.sessions[model].run(None, feed), fp32.sessions[model].run(None, feed), strict=True
+            ):
+                errors.append(np.sqrt(((got - want) ** 2).mean() / (want**2).mean()))
+        assert 0 < np.mean(errors) < 0.1 and np.max(errors) < 0.25, (model, errors)
+    x = example_inputs(loaded, num_boxes=10, seed=3)
+    scores = [s.run("box_score_grad", x["mod_feat2"], x["mod_feat3"], x["boxes"])[0] for s in (q, fp32)]
+    torch.testing.assert_close(scores[0], scores[1], rtol=0, atol=0)  # float32 model, unchanged
+    tracker = DiMPTracker(
+        loaded.net, loaded.geometry, dataclasses.replace(params, backend="onnxruntime", onnx_dir=str(folder))
+    )
+    rng = np.random.default_rng(0)
+    tracker.initialize(random_frame(rng, 120, 160), [60.0, 40.0, 24.0, 20.0])
+    boxes = np.stack([tracker.track(random_frame(rng, 120, 160)) for _ in range(5)])
+    assert np.isfinite(boxes).all()
+
+
+def test_export_command_with_int8_and_an_unknown_calibration_dataset(tiny_export, tmp_path, capsys):
+    argv = [
+        "dimp",
+        "nce_plus_tiny",
+        "--net",
+        str(tiny_export.checkpoint),
+        "--out",
+        str(tmp_path / "o"),
+        "--int8",
+    ]
+    assert export_main([*argv, "--calibrate-on", "nowhere"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "nowhere" in err[0]
+    assert not (tmp_path / "o").exists()
