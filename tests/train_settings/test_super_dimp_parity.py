@@ -38,6 +38,7 @@ import torch
 from ltr.actors.dimp import DiMPActor
 from ltr.admin.config import to_dict
 from ltr.data.loader import TrainingLoader
+from ltr.data.processing import DiMPProcessing
 from ltr.data.transforms import to_grayscale
 from ltr.dataset.lasot import lasot_official_names, lasot_test_names
 from ltr.dataset.splits import split_variable
@@ -165,15 +166,22 @@ def our_group(o: SimpleNamespace, param: str) -> dict:
     raise KeyError(param)
 
 
-def our_units(o: SimpleNamespace, augment: bool) -> dict[str, str]:
-    """Our processing's sharing of random decisions (``ltr.data.transforms.AugmentationDraw``: grayscale one
-    per sample, flip and brightness one per frame set, flip per sample with ``flip_joint``)."""
-    if not augment:
-        return {"flip": "none", "gray": "none", "brightness": "none"}
+def our_units(o: SimpleNamespace, augment: bool, samples: int = 500) -> dict[str, str]:
+    """Our processing's sharing of random decisions, measured as :func:`ref_units` measures the reference's:
+    ``samples`` draws of :meth:`DiMPProcessing.draw` (3 train + 3 test frames), a frame's flip being the
+    whole-frame flip XOR its crop flip."""
+    processing = DiMPProcessing(o.data, augment=augment)
+    rng = np.random.default_rng(0)
+    augs = [processing.draw(rng, 3, 3).augmentation for _ in range(samples)]
+    flip = np.array([[a.joint_flip != f for f in a.frame_flips(6)] for a in augs])
+    gray = np.array([[a.grayscale] * 6 for a in augs])
+    brightness = np.array([a.frame_brightness(6) for a in augs])
     return {
-        "flip": "sample" if o.data.flip_joint else "frame set",
-        "gray": "sample",
-        "brightness": "frame set",
+        "flip": flip_unit(flip) if flip.any() else "none",
+        "gray": flip_unit(gray) if gray.any() else "none",
+        "brightness": flip_unit(np.isclose(brightness, brightness[:, :1]))
+        if not np.allclose(brightness, 1.0)
+        else "none",
     }
 
 
@@ -524,12 +532,9 @@ ROWS: list[Row] = [
     ),
     row(
         "flip shared by",
-        "data.flip_joint (False: one flip per frame set)",
+        "data.flip_joint (False: a crop flip per frame)",
         lambda o: our_units(o, True)["flip"],
         (lambda g: ref_units("train")["flip"], call_source("RandomHorizontalFlip", 1)),
-        known="pytracking flips every frame independently (its per-frame transform runs with joint=False; the "
-        "joint flip XORed with it keeps every frame an independent coin); ours flips the train set and the test "
-        "set as wholes",
     ),
     row(
         "brightness jitter",
@@ -539,10 +544,9 @@ ROWS: list[Row] = [
     ),
     row(
         "brightness shared by",
-        "ltr.data.transforms.AugmentationDraw (per frame set)",
+        "ltr.data.transforms.AugmentationDraw (per frame)",
         lambda o: our_units(o, True)["brightness"],
         (lambda g: ref_units("train")["brightness"], call_source("ToTensorAndJitter")),
-        known="pytracking draws a brightness factor per frame; ours one per frame set",
     ),
     row(
         "normalisation mean",
@@ -558,11 +562,9 @@ ROWS: list[Row] = [
     ),
     row(
         "validation: grayscale / flip / brightness",
-        "DiMPProcessing(augment=False)",
+        "DiMPProcessing(augment=False): grayscale and the whole-frame flip only",
         lambda o: our_units(o, False),
         (lambda g: ref_units("val"), call_source("KLDiMPProcessing", 1)),
-        known="pytracking's validation processing also runs the joint transform (grayscale 0.05 and one flip "
-        "p=0.5 for all frames of a sample); ours augments no validation sample",
     ),
     row(
         "validation jitter (center)",
