@@ -6,9 +6,9 @@ contract of :mod:`ltr.data.processing`).
 
 Both pipelines run in this process on the same data with the same sampler:
 
-- ours: :class:`ltr.data.processing.DiMPProcessing` -- augmentation on the crops only, one crop call for
-  all six frames (cv2 resize of the integer-rounded region, warp only for huge regions), one table
-  look-up pass for brightness + normalisation, labels and proposals for all frames at once;
+- ours: :class:`ltr.data.processing.DiMPProcessing` -- the reference's augmentation (grayscale and the
+  whole-frame flip once per sample, then a crop flip and brightness per frame), one crop call for all six
+  frames, one table look-up pass for brightness + normalisation, labels and proposals for all frames;
 - baseline (written here): the straightforward per-frame way -- grayscale and flip applied to the full
   frame, crop by slicing + copyMakeBorder + cv2.resize per frame, float conversion / brightness / clamp /
   normalisation as separate torch passes per frame, label and proposals computed frame by frame.
