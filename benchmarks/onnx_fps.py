@@ -13,7 +13,9 @@ DiMP tracker first), ``ort float32`` (the models of ``python -m pytracking.expor
 (the same, quantised, calibrated on ``--calibration-frames`` frames of the synthetic videos' val split).
 The exports are made in a temporary folder, or kept in and reused from ``--exports DIR``. ONNX Runtime and
 torch get ``--threads`` intra-op threads each. Printed per round and tracker: initialisation seconds, frames
-per second, the ratio to the first tracker and the largest box difference from it; then the median ratios.
+per second, the ratio to the first tracker and the largest box difference from it; then our trackers' time
+per stage and the median ratios. On these random weights the score map is nearly flat, so the int8 models'
+rounding sends the int8 tracker to other peaks than float32's: its boxes differ, its speed is comparable.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +38,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.tracker_fps import (  # noqa: E402
     KWDS,
     OPEN,
+    STAGES,
     Timed,
     make_video,
     network_weights,
@@ -47,6 +51,7 @@ from pytracking.onnx.manifest import MANIFEST, read_manifest  # noqa: E402
 from pytracking.onnx.quantize import quantize_export  # noqa: E402
 from pytracking.parameter.dimp import get_parameters  # noqa: E402
 from pytracking.tracker.dimp import DiMPParams, DiMPTracker, LoadedNet, load_network  # noqa: E402
+from pytracking.tracker.dimp.timing import StageTimer  # noqa: E402
 from tests.golden.pytracking_format import write_pytracking_checkpoint  # noqa: E402
 
 
@@ -67,12 +72,13 @@ def exports(
 
 
 def timed(name: str, loaded: LoadedNet, params: DiMPParams) -> Timed:
-    tracker = DiMPTracker(loaded.net, loaded.geometry, params)
+    timer = StageTimer()
+    tracker = DiMPTracker(loaded.net, loaded.geometry, params, timer=timer)
 
     def track(frame: np.ndarray) -> tuple[np.ndarray, str]:
         return tracker.track(frame), tracker.debug_info["state"]
 
-    return Timed(name, tracker.initialize, track)
+    return Timed(name, tracker.initialize, track, timer)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -122,9 +128,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     first = entries[0].name
     ratios: dict[str, list[float]] = {e.name: [] for e in entries[1:]}
+    stage_s: dict[str, Counter] = {e.name: Counter() for e in entries if e.timer is not None}
     for r in range(1, args.rounds + 1):
         results = run_round(entries, frames, init_box, args.warmup)
         for i, (e, res) in enumerate(zip(entries, results, strict=True)):
+            if e.name in stage_s:
+                stage_s[e.name].update(res.stages)
             line = f"round {r}  {e.name:<12} init {res.init_s:6.2f} s  {res.fps:6.2f} FPS"
             if i > 0:
                 ratios[e.name].append(res.fps / results[0].fps)
@@ -133,6 +142,9 @@ def main(argv: list[str] | None = None) -> None:
             print(
                 line + "  states: " + ", ".join(f"{k} {v}" for k, v in sorted(res.states.items())), flush=True
             )
+    for name, seconds in stage_s.items():
+        ms = {s: 1000 * seconds[s] / (args.rounds * args.frames) for s in STAGES}
+        print(f"{name}, ms per frame by stage: " + ", ".join(f"{s} {ms[s]:.0f}" for s in STAGES))
     for name, values in ratios.items():
         print(
             f"{name} / {first}: median {statistics.median(values):.2f}x (rounds: {', '.join(f'{v:.2f}' for v in values)})"

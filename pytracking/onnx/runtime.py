@@ -26,6 +26,7 @@ from torch import Tensor
 from ltr.admin.extras import import_extra
 from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
 from pytracking.onnx.manifest import (
+    MANIFEST,
     Manifest,
     OnnxExportError,
     file_sha256,
@@ -110,6 +111,11 @@ def make_session(path: str | os.PathLike, threads: int | None = None) -> Any:
     return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
 
 
+#: sessions opened in this process, by (folder, its manifest's time and size, network, threads, boxes): the trackers of one run (a new one
+#: per sequence) share them instead of each optimising every model again
+_OPENED: dict[tuple[Any, ...], tuple[DiMPNet, OrtStages]] = {}
+
+
 def _numpy(t: Tensor) -> np.ndarray:
     return t.detach().to(torch.float32).contiguous().numpy()
 
@@ -132,7 +138,9 @@ class _ScoreWithGrad(torch.autograd.Function):
 class OrtStages:
     """:class:`~pytracking.tracker.dimp.stages.NetworkStages` on the models of an export folder.
 
-    Use :meth:`open` (which checks the folder); ``sessions`` maps model names to ONNX Runtime sessions.
+    Use :meth:`open` (which checks the folder, and returns the stages already opened in this process for the
+    same folder and network); ``sessions`` maps model names to ONNX Runtime sessions. The stages hold no
+    per-sequence state, so trackers may share them.
     """
 
     def __init__(self, folder: str | os.PathLike, manifest: Manifest, threads: int | None = None) -> None:
@@ -148,8 +156,24 @@ class OrtStages:
     ) -> OrtStages:
         """Check ``folder`` against ``net``, ``geometry`` and ``params`` (:func:`check_export`) and open it."""
         params = dataclasses.replace(params, onnx_dir=None if folder is None else str(folder))
+        try:  # a rewritten manifest (a new export, or quantised in place) is another key
+            stat = (Path(folder) / MANIFEST).stat() if folder else None
+        except OSError:
+            stat = None
+        key = (
+            str(Path(folder).resolve()) if folder else "",
+            (stat.st_mtime_ns, stat.st_size) if stat else None,
+            id(net),
+            torch.get_num_threads(),
+            params.num_random_boxes,
+        )
+        cached = _OPENED.get(key)
+        if cached is not None and cached[0] is net and not params.compile and stat is not None:
+            return cached[1]
         manifest = check_backend(params, next(net.parameters()).device, geometry=geometry, net=net)
-        return cls(str(folder), manifest)
+        stages = cls(str(folder), manifest)
+        _OPENED[key] = (net, stages)
+        return stages
 
     def run(self, name: str, *inputs: Tensor) -> list[Tensor]:
         """Model ``name`` on torch tensors (float32, CPU); its outputs as torch tensors."""

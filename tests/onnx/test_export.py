@@ -125,6 +125,7 @@ def test_tracking_with_onnxruntime_gives_the_pytorch_trackers_boxes(setup):
     torch_tracker, want = track(params)
     ort_tracker, got = track(ort_params)
     assert type(ort_tracker.stages).__name__ == "OrtStages"
+    assert DiMPTracker(loaded.net, loaded.geometry, ort_params).stages is ort_tracker.stages  # opened once
     np.testing.assert_allclose(got, want, rtol=0, atol=0.05)
     assert np.abs(np.diff(want, axis=0)).max() > 1.0  # the boxes move: the comparison is not trivial
     torch.testing.assert_close(ort_tracker.filter, torch_tracker.filter, rtol=0, atol=5e-3)

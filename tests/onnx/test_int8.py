@@ -67,6 +67,7 @@ def test_int8_models_stay_close_to_float32_and_track(tiny_export, int8):
     tracker = DiMPTracker(
         loaded.net, loaded.geometry, dataclasses.replace(params, backend="onnxruntime", onnx_dir=str(folder))
     )
+    assert tracker.stages.manifest.precision == "int8"  # not the float32 sessions calibration opened here
     rng = np.random.default_rng(0)
     tracker.initialize(random_frame(rng, 120, 160), [60.0, 40.0, 24.0, 20.0])
     boxes = np.stack([tracker.track(random_frame(rng, 120, 160)) for _ in range(5)])
