@@ -133,3 +133,10 @@ def test_export_command_errors_before_any_export(tree, capsys):
     )
     assert "bogus" in error_line(capsys)
     assert not (tmp / "o").exists()
+
+
+def test_backend_must_be_torch_or_onnxruntime():
+    from pytracking.tracker.dimp import DiMPParams
+
+    with pytest.raises(ValueError, match="backend must be 'torch' or 'onnxruntime'"):
+        DiMPParams(train_setting="nce_plus_tiny", backend="tensorrt")

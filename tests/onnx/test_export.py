@@ -143,3 +143,35 @@ def test_run_tracker_with_the_onnxruntime_backend(tiny_export, tmp_path):
     want = read_result_file(tmp_path / "results" / "dimp" / "pt" / "alpha.txt")
     got = read_result_file(tmp_path / "results" / "dimp" / "ort" / "alpha.txt")
     np.testing.assert_allclose(got, want, rtol=0, atol=0.05)
+
+
+def test_prdimps_filter_optimizer_exports_too(tmp_path):
+    import onnxruntime
+
+    from pytracking.onnx.export import export_model
+    from pytracking.tracker.dimp import random_network
+
+    loaded = random_network("nce_plus_tiny", crop_size=64, net_fields={"filter_optimizer": "newton_kl"})
+    x = example_inputs(loaded, num_boxes=2)
+    step = parts.FilterSteps(loaded.net, 1).eval()
+    names = ["filters", "features", "boxes", "weights"]
+    samples = {0: "samples"}
+    export_model(
+        step,
+        [x["filters"], x["samples"], x["sample_boxes"], x["weights"]],
+        tmp_path / "step.onnx",
+        input_names=names,
+        output_names=["filters_out"],
+        dynamic_axes={"features": samples, "boxes": samples, "weights": samples},
+    )
+    session = onnxruntime.InferenceSession(str(tmp_path / "step.onnx"))
+    for s in (2, 5):
+        args = [
+            x["filters"],
+            x["samples"].repeat(2, 1, 1, 1)[:s],
+            x["sample_boxes"].repeat(2, 1)[:s],
+            torch.rand(s),
+        ]
+        (got,) = session.run(None, {n: a.numpy() for n, a in zip(names, args, strict=True)})
+        with torch.no_grad():
+            torch.testing.assert_close(torch.from_numpy(got), step(*args), **TOL)
