@@ -129,13 +129,20 @@ def patch_window(
 
 
 def _cut(im: Tensor, window: PatchWindow) -> Tensor:
-    """Pixels of ``window`` from (N, C, H, W) ``im``, border pixels repeated outside the image."""
+    """Pixels of ``window`` from (N, C, H, W) ``im``, border pixels repeated outside the image.
+
+    An image side shorter than the window's offset has no strided sample at all (the reference's slice is
+    empty and its padding fails); its last pixel stands in for it, so tiny frames track instead of crashing.
+    """
     idx = []
     for d in range(2):
         n = im.shape[2 + d]
         grid_len = len(range(window.offset[d], n, window.stride))
         grid = torch.arange(int(window.start[d]), int(window.end[d]), device=im.device)
-        idx.append(window.offset[d] + window.stride * grid.clamp(0, grid_len - 1))
+        if grid_len == 0:
+            idx.append(torch.full_like(grid, n - 1))
+        else:
+            idx.append(window.offset[d] + window.stride * grid.clamp(0, grid_len - 1))
     return im.index_select(2, idx[0]).index_select(3, idx[1])
 
 
