@@ -115,7 +115,6 @@ class DiMPParams:
     max_aspect_ratio: float = 6.0  # maximal_aspect_ratio
     refine_top_k: int = 3  # iounet_k
     # runtime
-    channels_last: bool = True
     #: torch.compile the per-frame backbone and classifier feature head (:mod:`.compiled`); falls back to
     #: eager with a warning where compilation fails
     compile: bool = False

@@ -70,8 +70,6 @@ class DiMPTracker:
                 f"stride ({stride})"
             )
         self.net = net.eval()
-        if params.channels_last:
-            self.net.to(memory_format=torch.channels_last)
         self.geometry = geometry
         self.params = params
         self.timer = timer or NULL_TIMER
@@ -98,8 +96,7 @@ class DiMPTracker:
     # ------------------------------------------------------------------------------------------------ helpers
     def _normalize(self, patches: Tensor) -> Tensor:
         """(N, 3, h, w) pixel values 0..255 -> network input (ImageNet normalisation, the reference's order)."""
-        x = (patches / 255 - self._mean) / self._std
-        return x.contiguous(memory_format=torch.channels_last) if self.params.channels_last else x
+        return (patches / 255 - self._mean) / self._std
 
     def _image(self, frame: np.ndarray | Tensor) -> Tensor:
         return frame_to_tensor(frame, self.device)[None]
