@@ -44,12 +44,10 @@ class TraxSession:
 
     @staticmethod
     def _answer(status: list) -> tuple[list[float], dict[str, str]]:
-        from trax import Region
+        from pytracking.vot.server import region_values
 
         region, properties = status[0]
-        if region.type == Region.RECTANGLE:
-            return list(region.bounds()), properties
-        return [c for i in range(region.size()) for c in region.get(i)], properties
+        return region_values(region), properties
 
     def initialize(self, image: str | Path, region: Sequence[float]) -> tuple[list[float], dict[str, str]]:
         """Start on ``image`` with ``region``: 4 numbers (rectangle xywh) or 2K numbers (polygon)."""

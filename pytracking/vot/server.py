@@ -45,6 +45,12 @@ class ServerOptions:
     device: str = "auto"
     polygon: PolygonRule = "preserve_area"
 
+    def spec(self) -> Any:
+        """The :class:`~pytracking.evaluation.tracker_spec.TrackerSpec` (names and overrides checked)."""
+        from pytracking.evaluation.tracker_spec import TrackerSpec
+
+        return TrackerSpec(self.tracker, self.param, self.net, self.device, overrides=self.overrides)
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pytracking.vot", description=__doc__.split("\n")[0])
@@ -65,24 +71,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def check_options(options: ServerOptions) -> None:
-    """The checks that need no torch: names, overrides' form and the checkpoint file (ValueError naming it)."""
-    from pytracking.evaluation.tracker_spec import TrackerSpec
-
+    """The checks before the handshake: names, overrides and the checkpoint file (ValueError naming it)."""
     if options.net is not None and not Path(options.net).is_file():
         raise ValueError(f"{options.net}: no such checkpoint file (--net)")
     bad = [o for o in options.overrides if "=" not in o]
     if bad:
         raise ValueError(f"expected key=value overrides, got {bad}")
-    TrackerSpec(options.tracker, options.param, options.net, options.device, overrides=options.overrides)
+    options.spec()
 
 
 def make_tracker_factory(options: ServerOptions) -> Callable[[], Any]:
     """A function returning a fresh tracker for ``options`` (checkpoint loaded and checked on the first call)."""
-    from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker, prepare_spec
+    from pytracking.evaluation.tracker_spec import build_tracker, prepare_spec
 
-    spec = TrackerSpec(
-        options.tracker, options.param, options.net, options.device, overrides=options.overrides
-    )
+    spec = options.spec()
     prepared: list[Any] = []
 
     def factory() -> Any:
@@ -155,10 +157,9 @@ def serve(options: ServerOptions, make_tracker: Callable[[], Any] | None = None)
 
 
 def _is_data_error(err: Exception) -> bool:
-    from ltr.dataset.base import DatasetError
-    from pytracking.tracker.dimp.frames import TrackerInputError
+    from pytracking.evaluation.runner import DATA_ERRORS
 
-    return isinstance(err, DatasetError | TrackerInputError | RegionError)
+    return isinstance(err, (*DATA_ERRORS, RegionError))
 
 
 def _one_line(err: Exception) -> str:

@@ -74,38 +74,9 @@ def test_entries_are_added_and_replaced_keeping_others(tmp_path: Path, checkpoin
     ws.mkdir()
     (ws / "config.yaml").write_text("stack: vot2022/shorttermbox\n")  # an existing workspace is kept
     (ws / "trackers.ini").write_text("[other]\nprotocol = trax\ncommand = ./other\n")
-    assert (
-        main(
-            [
-                str(ws),
-                "dimp",
-                "nce_plus_tiny",
-                "--net",
-                str(checkpoint),
-                "--identifier",
-                "mine",
-                "--timeout",
-                "90",
-            ]
-        )
-        == 0
-    )
-    assert (
-        main(
-            [
-                str(ws),
-                "dimp",
-                "nce_plus_tiny",
-                "--net",
-                str(checkpoint),
-                "--identifier",
-                "mine",
-                "--device",
-                "cpu",
-            ]
-        )
-        == 0
-    )
+    mine = [str(ws), "dimp", "nce_plus_tiny", "--net", str(checkpoint), "--identifier", "mine"]
+    assert main([*mine, "--timeout", "90"]) == 0
+    assert main([*mine, "--device", "cpu"]) == 0
     ini = _read_ini(ws / "trackers.ini")
     assert ini.sections() == ["other", "mine"]
     assert ini["other"]["command"] == "./other"
