@@ -332,6 +332,7 @@ DATASET_PROTOCOLS: dict[str, str] = {
     "got10k_val": "got10k_val",
     "trackingnet": "trackingnet",
     "synthetic": "pytracking_visibility",
+    "real_footage": "pytracking_visibility",
     "folder": "pytracking_visibility",
 }
 

@@ -3,7 +3,7 @@
 ``get_dataset(name, root=None, split=None, **options) -> SequenceDataset``; ``datasets_from_specs`` builds
 them from ``"name"`` / ``"name:split"`` strings (the configs' form). Names: lasot, got10k,
 trackingnet, coco (training); otb, uav, nfs, lasot_test, trackingnet_test, got10k_test, got10k_val, vot,
-folder, synthetic (evaluation). Roots come from :mod:`ltr.admin.paths` unless given.
+folder, synthetic, real_footage (evaluation; the last is made from installed packages' photographs). Roots come from :mod:`ltr.admin.paths` unless given.
 
 :data:`BENCHMARKS` is the one table of the names that ``--dataset`` takes on the command lines that run and
 evaluate trackers (``pytracking/run_tracker.py``, ``eval/run_eval.py``): each names a dataset of
@@ -37,6 +37,7 @@ DATASETS: Registry[Callable[..., SequenceDataset]] = Registry(
         "vot": "ltr.dataset.vot:vot_dataset",
         "folder": "ltr.dataset.folder:folder_dataset",
         "synthetic": "ltr.dataset.synthetic:synthetic_dataset",
+        "real_footage": "ltr.dataset.real_footage:real_footage_dataset",
     },
 )
 
@@ -77,6 +78,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "got10k_val": Benchmark("got10k_val"),
         "vot": Benchmark("vot"),
         "synthetic": Benchmark("synthetic"),
+        "real_footage": Benchmark("real_footage"),
         "folder": Benchmark("folder"),
     },
 )
