@@ -92,7 +92,6 @@ def calibration_inputs(
     tracker = DiMPTracker(loaded.net, loaded.geometry, float_params)
     recorder = _Recorder(tracker.stages)  # type: ignore[arg-type]
     tracker.stages = recorder  # type: ignore[assignment]
-    tracker._backbone, tracker._clf_features = recorder.backbone, recorder.clf_features
     for seq_name in sequences:
         sequence = data.get_sequence(seq_name)
         tracker.initialize(sequence.frame(0), sequence.init_box)

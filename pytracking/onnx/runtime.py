@@ -143,6 +143,9 @@ class OrtStages:
     per-sequence state, so trackers may share them.
     """
 
+    #: the exported per-frame models take one crop
+    batched = False
+
     def __init__(self, folder: str | os.PathLike, manifest: Manifest, threads: int | None = None) -> None:
         self.folder = Path(folder)
         self.manifest = manifest
@@ -194,7 +197,7 @@ class OrtStages:
     init_clf_features = clf_features
 
     def classify(self, filters: Tensor, clf: Tensor) -> Tensor:
-        return self.run("clf_scores", filters, clf)[0]
+        return self.run("clf_scores", filters, clf)[0][0]
 
     def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> Pair:
         mod2, mod3 = self.run("box_features", feats[BOX_LAYERS[0]], feats[BOX_LAYERS[1]], *modulation)

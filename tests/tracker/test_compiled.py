@@ -37,7 +37,7 @@ def test_compiled_stages_give_the_eager_boxes_and_are_shared_per_network():
     tracker = DiMPTracker(
         loaded.net, loaded.geometry, DiMPParams(train_setting="nce_plus_tiny", compile=True)
     )
-    assert tracker._backbone is stage
+    assert tracker.stages.backbone is stage
 
 
 def test_a_failing_compiler_warns_once_and_runs_eagerly():

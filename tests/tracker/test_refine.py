@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ltr.ops.boxes import box_iou, xywh_to_rel
-from pytracking.tracker.dimp.refine import ascend, candidate_boxes, refine_box
+from pytracking.tracker.dimp.refine import ascend, candidate_boxes, refine_boxes
 
 TARGET = torch.tensor([40.0, 30.0, 24.0, 16.0])  # xywh
 
@@ -58,6 +58,27 @@ def test_relative_space_steps_in_units_of_the_first_box():
     )
     # every box moves by 3 x 0.1 x (w0, h0) of the first box, sizes unchanged
     torch.testing.assert_close(boxes - start, torch.tensor([3.0, 6.0, 0.0, 0.0]).expand(1, 2, 4))
+
+
+def refine_box(score_fn, box, draws, **options):
+    """One box through the batched refinement."""
+    return refine_boxes(score_fn, box[None], draws[None], **options)[0]
+
+
+@pytest.mark.parametrize("mode", ["plain", "s1"])
+@pytest.mark.parametrize("space", ["default", "relative"])
+def test_a_batch_of_boxes_is_refined_as_each_box_alone(mode, space):
+    gen = torch.Generator().manual_seed(3)
+    starts = torch.tensor([[45.0, 26.0, 19.0, 20.0], [30.0, 40.0, 25.0, 12.0], [50.0, 20.0, 8.0, 30.0]])
+    draws = torch.rand(3, 6, 4, generator=gen)
+    options = dict(space=space, mode=mode, step_length=(2e-3, 4e-3), decay=0.7, num_iters=4, top_k=2)
+    batched = refine_boxes(quadratic_energy, starts, draws, **options)
+    for start, d, together in zip(starts, draws, batched, strict=True):
+        alone = refine_box(quadratic_energy, start, d, **options)
+        torch.testing.assert_close(together.boxes, alone.boxes, rtol=0, atol=1e-5)
+        assert together.used.tolist() == alone.used.tolist()
+        torch.testing.assert_close(together.box, alone.box, rtol=0, atol=1e-5)
+    assert not torch.allclose(batched[0].box, batched[1].box)
 
 
 @pytest.mark.parametrize(("mode", "step", "decay"), [("plain", 2.5e-3, 1.0), ("s1", 2.5e-3, 0.5)])

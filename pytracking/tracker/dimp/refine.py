@@ -28,7 +28,7 @@ from torch import Tensor
 from ltr.ebm.predict import gradient_ascent, value_and_grad
 from ltr.ops.boxes import rel_to_xywh, xywh_to_rel
 
-BoxScoreFn = Callable[[Tensor], Tensor]  # (1, S, 4) xywh -> (1, S)
+BoxScoreFn = Callable[[Tensor], Tensor]  # (B, S, 4) xywh -> (B, S)
 RefineSpace = Literal["default", "relative"]
 RefineMode = Literal["plain", "s1"]
 
@@ -72,7 +72,7 @@ def ascend(
     step_length: float | tuple[float, float],
     decay: float,
 ) -> tuple[Tensor, Tensor]:
-    """Refine (1, S, 4) xywh ``boxes``; returns the boxes (1, S, 4) and the scores (1, S) to rank them by."""
+    """Refine (B, S, 4) xywh ``boxes``; returns the boxes (B, S, 4) and the scores (B, S) to rank them by."""
     step = torch.as_tensor(step_length, dtype=boxes.dtype, device=boxes.device)
     if step.numel() == 2:
         step = step.repeat_interleave(2)
@@ -104,9 +104,9 @@ def ascend(
     return rel_to_xywh(rel, reference), scores
 
 
-def refine_box(
+def refine_boxes(
     score_fn: BoxScoreFn,
-    box_xywh: Tensor,
+    boxes_xywh: Tensor,
     draws: Tensor,
     *,
     space: RefineSpace = "relative",
@@ -118,20 +118,36 @@ def refine_box(
     jitter_size: float = 0.5,
     max_aspect_ratio: float = 6.0,
     top_k: int = 3,
-) -> RefineResult:
-    """Refine ``box_xywh`` (4,) (crop pixels) by gradient ascent on ``score_fn`` (module docstring); ``draws``
-    (num_random, 4) uniform [0, 1) numbers for the random candidates."""
-    start = candidate_boxes(box_xywh, draws.shape[0], jitter_pos, jitter_size, draws)
+) -> list[RefineResult]:
+    """Refine B boxes at once: ``boxes_xywh`` (B, 4) (crop pixels), one per image of ``score_fn``'s batch,
+    with ``draws`` (B, num_random, 4) uniform [0, 1) numbers; one :class:`RefineResult` per box.
+
+    ``score_fn`` maps (B, S, 4) candidates to (B, S) scores, each depending on its own box only, so the
+    ascent of every image is that of :func:`refine_box` on the image alone.
+    """
+    num_random = draws.shape[1]
+    start = torch.stack(
+        [
+            candidate_boxes(b, num_random, jitter_pos, jitter_size, d)
+            for b, d in zip(boxes_xywh, draws, strict=True)
+        ]
+    )
     boxes, scores = ascend(
         score_fn,
-        start[None],
+        start,
         space=space,
         mode=mode,
         num_iters=num_iters,
         step_length=step_length,
         decay=decay,
     )
-    boxes, scores = boxes[0].detach(), scores[0].detach()
+    return [
+        _select(b, s, max_aspect_ratio, top_k) for b, s in zip(boxes.detach(), scores.detach(), strict=True)
+    ]
+
+
+def _select(boxes: Tensor, scores: Tensor, max_aspect_ratio: float, top_k: int) -> RefineResult:
+    """The refined box of (S, 4) candidates with (S,) scores (module docstring, "Selection")."""
     boxes = torch.cat([boxes[:, :2], boxes[:, 2:].clamp(min=1)], dim=1)
     aspect = boxes[:, 2] / boxes[:, 3]
     keep = (aspect < max_aspect_ratio) & (aspect > 1 / max_aspect_ratio) & torch.isfinite(scores)

@@ -5,7 +5,10 @@
 feature head through :mod:`.compiled`); ``params.backend="onnxruntime"`` gives
 :class:`pytracking.onnx.runtime.OrtStages`, the networks exported by :mod:`pytracking.export_onnx` run by
 ONNX Runtime. Shapes: crops (N, 3, H, W) ImageNet-normalised; classification features (N, C, h, w); filters
-(1, C, k, k); boxes xywh crop pixels; modulation ((1, M2), (1, M3)).
+(B, C, k, k), one per sequence; boxes xywh crop pixels; modulation ((B, M2), (B, M3)).
+
+The per-frame calls (``backbone``, ``clf_features``, ``classify``, ``box_features``, ``box_score``) take a
+batch of B sequences' crops when the stages are ``batched`` (:mod:`.lockstep`); else B is 1.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class NetworkStages(Protocol):
 
     backbone: Callable[[Tensor], dict[str, Tensor]]
     clf_features: Callable[[Tensor], Tensor]
+    #: whether the per-frame calls take B > 1 sequences at once
+    batched: bool
 
     def init_backbone(self, images: Tensor) -> dict[str, Tensor]:
         """(N, 3, H, W) crops -> {"layer2": ..., "layer3": ...}."""
@@ -44,15 +49,16 @@ class NetworkStages(Protocol):
         ...
 
     def classify(self, filters: Tensor, clf: Tensor) -> Tensor:
-        """Raw scores (1, 1, H', W') of the filter on (1, C, h, w) features."""
+        """Raw scores (B, H', W') of B filters (B, C, k, k), each on its sequence's features (B, C, h, w)."""
         ...
 
     def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> Pair:
-        """The box head's modulated test features of one crop's backbone features."""
+        """The box head's modulated test features of B crops' backbone features, each crop with its own
+        sequence's modulation ((B, M2), (B, M3))."""
         ...
 
     def box_score(self, modulated: Pair, boxes: Tensor) -> Tensor:
-        """f (1, S) of (1, S, 4) xywh boxes on modulated test features."""
+        """f (B, S) of (B, S, 4) xywh boxes on B crops' modulated test features."""
         ...
 
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
@@ -71,6 +77,8 @@ class NetworkStages(Protocol):
 class TorchStages:
     """The network's own modules, eager (the per-frame backbone and feature head compiled if asked)."""
 
+    batched = True
+
     def __init__(self, net: DiMPNet, *, compile: bool = False) -> None:
         self.net = net
         self.backbone: Callable[[Tensor], dict[str, Tensor]] = net.backbone
@@ -86,7 +94,7 @@ class TorchStages:
         return self.net.classifier.extract_features(layer3)
 
     def classify(self, filters: Tensor, clf: Tensor) -> Tensor:
-        return self.net.classifier.classify(filters, clf[:, None])
+        return self.net.classifier.classify(filters, clf[None])[0]
 
     def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> Pair:
         head = self.net.box_head

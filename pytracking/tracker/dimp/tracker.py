@@ -16,7 +16,6 @@ optimizer. The first frame's training samples come from :mod:`.init_augment`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,14 +36,16 @@ from pytracking.tracker.dimp.localize import (
     HARD_NEGATIVE,
     NOT_FOUND,
     UNCERTAIN,
+    Localization,
     LocalizationThresholds,
     localize,
     motion_window,
 )
+from pytracking.tracker.dimp.lockstep import FrameCrop, track_frames
 from pytracking.tracker.dimp.memory import SampleMemory
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
 from pytracking.tracker.dimp.patches import sample_patch_multiscale
-from pytracking.tracker.dimp.refine import RefineResult, refine_box
+from pytracking.tracker.dimp.refine import RefineResult
 from pytracking.tracker.dimp.stages import network_stages
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
 
@@ -87,8 +88,6 @@ class DiMPTracker:
         self.generator = torch.Generator().manual_seed(params.seed)
         #: every network call goes through here (:mod:`.stages`: eager, compiled or ONNX Runtime)
         self.stages = network_stages(net, geometry, params)
-        self._backbone: Callable[[Tensor], dict[str, Tensor]] = self.stages.backbone
-        self._clf_features: Callable[[Tensor], Tensor] = self.stages.clf_features
         self.frame_num = 0
         #: values of the last frame for visualisation and tests (see :meth:`track`)
         self.debug_info: dict[str, Any] = {}
@@ -123,54 +122,127 @@ class DiMPTracker:
         inside = (self.params.target_inside_ratio - 0.5) * self.target_sz
         self.pos = torch.max(torch.min(new_pos, self.image_sz - inside), inside)
 
-    def _scores(self, clf: Tensor) -> Tensor:
-        """(H', W') preprocessed scores of classification features (1, C, h, w)."""
-        scores = self.stages.classify(self.filter, clf)[0, 0]
+    def preprocess_scores(self, raw: Tensor) -> Tensor:
+        """(B, H', W') raw classifier scores -> the maps localisation uses (softmax for PrDiMP)."""
         if self.params.score_preprocess == "softmax":
             reg = getattr(self.net.classifier.optimizer, "softmax_reg", None)
-            scores = softmax_reg(scores, dim=(-2, -1), reg=reg)
-        return scores
+            return softmax_reg(raw, dim=(-2, -1), reg=reg)
+        return raw
 
     def _optimize(self, num_iter: int) -> None:
         """``num_iter`` filter optimizer steps from the current filter on the sample memory."""
         feats, boxes, weights = self.memory.filled()
         self.filter = self.stages.optimize(self.filter, feats, boxes, weights, num_iter)
 
-    def _refine(
-        self, backbone_feat: dict[str, Tensor], sample_pos: Tensor, sample_scale: Tensor, update_scale: bool
-    ) -> RefineResult | None:
-        """Refine the box at the current position and size on the crop's box-head features; sets the new
-        position, size and (if ``update_scale``) scale. Returns the refinement or None when it kept no box."""
-        p = self.params
-        init_box = self._iou_box(self.pos, self.target_sz, sample_pos, sample_scale).to(self.device)
-        modulated = self.stages.box_features(backbone_feat, self.modulation)
-        draws = torch.rand(p.num_random_boxes, 4, generator=self.generator).to(self.device)
-        result = refine_box(
-            lambda boxes: self.stages.box_score(modulated, boxes),
-            init_box,
-            draws,
-            space=p.refine_space,
-            mode=p.refine_mode,
-            num_iters=p.refine_iters,
-            step_length=p.refine_step,
-            decay=p.refine_decay,
-            jitter_pos=p.box_jitter_pos,
-            jitter_size=p.box_jitter_size,
-            max_aspect_ratio=p.max_aspect_ratio,
-            top_k=p.refine_top_k,
+    # ------------------------------------------------------------------------- one frame, step by step
+    # :func:`.lockstep.track_frames` runs these for one or many trackers, batching the network calls between
+    # them; :meth:`track` is that for one tracker.
+    def check_frame(self, frame: np.ndarray | Tensor) -> None:
+        """Raise unless ``frame`` can be the next frame (``FrameSizeError``: not the first frame's size)."""
+        if self.frame_num == 0:
+            raise RuntimeError("DiMPTracker.track called before initialize")
+        check_frame_size(frame, self._frame_wh, index=self.frame_num)
+
+    def begin_frame(self, frame: np.ndarray | Tensor) -> FrameCrop:
+        """Seed the frame's draws and cut the search crop of ``frame`` (checked by :meth:`check_frame`) at the
+        current position."""
+        self.frame_num += 1
+        geo = self.geometry
+        # a frame's random draws (the refinement's candidates) depend on (seed, frame) only
+        self.generator.manual_seed(self.params.seed + 1_000_003 * self.frame_num)
+        im = self._image(frame)
+        self.image_sz = torch.tensor([float(im.shape[2]), float(im.shape[3])])
+        odd = (self.feature_sz + self.kernel_size) % 2
+        centred = self.pos + odd * self.target_scale * self.img_sample_sz / (2 * self.feature_sz)
+        patches, coords = sample_patch_multiscale(
+            im,
+            centred,
+            self.target_scale.reshape(1),
+            self.img_sample_sz,
+            mode=geo.crop_mode,
+            max_scale_change=geo.max_scale_change,
         )
+        coords = coords.float()
+        sample_pos = 0.5 * (coords[0, :2] + coords[0, 2:] - 1)
+        sample_scale = ((coords[0, 2:] - coords[0, :2]) / self.img_sample_sz).prod().sqrt()
+        return FrameCrop(self._normalize(patches.to(self.device)), coords[0], sample_pos, sample_scale)
+
+    def localise(self, crop: FrameCrop, scores: Tensor) -> Localization:
+        """Localise on this crop's (H', W') preprocessed scores and move the target there (position only when
+        refinement follows: :meth:`refine_start` / :meth:`refine_end`)."""
+        p = self.params
+        h, w = scores.shape
+        cell = self.img_sample_sz / (torch.tensor([float(h), float(w)]) - (self.kernel_size + 1) % 2)
+        previous = (self.pos - crop.sample_pos) / (cell * crop.sample_scale)  # cells from the map centre
+        if p.score_window > 0:
+            centre = previous + torch.tensor([(h - 1) / 2, (w - 1) / 2])
+            scores = scores * motion_window((h, w), centre.to(scores.device), p.score_window)
+        loc = localize(
+            scores,
+            previous,
+            self.target_sz / crop.sample_scale / cell,
+            self.thresholds,
+            advanced=p.advanced_localization,
+        )
+        if loc.state != NOT_FOUND:
+            new_pos = crop.sample_pos + loc.disp * cell * crop.sample_scale
+            self._update_state(new_pos, None if p.refine else crop.sample_scale)
+        return loc
+
+    def refine_start(self, crop: FrameCrop) -> tuple[Tensor, Tensor]:
+        """The refinement's input for this crop: the current box (4,) xywh crop pixels and the frame's
+        ``num_random_boxes`` candidate draws (num_random_boxes, 4), both on the CPU."""
+        init_box = self._iou_box(self.pos, self.target_sz, crop.sample_pos, crop.sample_scale)
+        return init_box, torch.rand(self.params.num_random_boxes, 4, generator=self.generator)
+
+    def refine_end(self, crop: FrameCrop, result: RefineResult, loc: Localization) -> None:
+        """Take the refined box (crop pixels, CPU): the new position, size and (unless the frame was
+        uncertain and the parameters keep the scale then) scale."""
         if result.box is None:
-            return None
-        box = result.box.cpu()
+            return
+        box = result.box
         centre = box[:2] + box[2:] / 2
-        new_pos = (centre.flip(0) - (self.img_sample_sz - 1) / 2) * sample_scale + sample_pos
-        new_sz = box[2:].flip(0) * sample_scale
+        new_pos = (centre.flip(0) - (self.img_sample_sz - 1) / 2) * crop.sample_scale + crop.sample_pos
+        new_sz = box[2:].flip(0) * crop.sample_scale
         self.pos = new_pos.clone()
         self._pos_refined = new_pos.clone()
         self.target_sz = new_sz
-        if update_scale:
+        if self.params.update_scale_when_uncertain or loc.state != UNCERTAIN:
             self.target_scale = torch.sqrt(new_sz.prod() / self.base_target_sz.prod())
-        return result
+
+    def learn(self, crop: FrameCrop, loc: Localization, clf: Tensor) -> None:
+        """The sample-memory update with this crop's classification features (1, C, h, w) and the filter
+        optimisation the frame calls for."""
+        p = self.params
+        if loc.state not in (NOT_FOUND, UNCERTAIN):
+            hard = loc.state == HARD_NEGATIVE
+            lr = p.hard_negative_learning_rate if hard else p.learning_rate
+            if hard or self.frame_num % p.train_sample_interval == 0:
+                box = self._iou_box(self.pos, self.target_sz, crop.sample_pos, crop.sample_scale)
+                self.memory.add(clf, box.to(self.device), lr)
+            if hard:
+                self._optimize(p.hard_negative_optim_iter)
+            elif (self.frame_num - 1) % p.train_skipping == 0:
+                self._optimize(p.update_optim_iter)
+        # the reference restores the last refined position, also one from an earlier frame when this
+        # frame's refinement kept no box
+        if p.refine and loc.state != NOT_FOUND and self._pos_refined is not None:
+            self.pos = self._pos_refined.clone()
+
+    def end_frame(self, crop: FrameCrop, loc: Localization, refined: RefineResult | None) -> np.ndarray:
+        """Set ``debug_info`` (see :meth:`track`) and return the target box (4,) float64 xywh image pixels."""
+        refine_boxes = None
+        if refined is not None and refined.box is not None:
+            refine_boxes = self._crop_to_image(refined.boxes, crop.sample_pos, crop.sample_scale)
+        self.debug_info = {
+            "state": loc.state,
+            "scores": loc.scores,
+            "max_score": loc.max_score,
+            "sample_coords": crop.coords,
+            "refine_boxes": refine_boxes,
+        }
+        out = torch.cat([self.pos.flip(0) - (self.target_sz.flip(0) - 1) / 2, self.target_sz.flip(0)])
+        return out.double().numpy()
 
     # ------------------------------------------------------------------------------------------------ API
     @torch.no_grad()
@@ -240,85 +312,6 @@ class DiMPTracker:
 
         ``debug_info`` then holds: ``state`` (a :data:`.localize.STATES` name), ``scores`` (H', W') the map
         localisation used, ``max_score``, ``sample_coords`` (4,) the crop's [y1, x1, y2, x2] in image pixels,
-        ``refine_boxes`` (S, 4) xywh image pixels of the refined candidates (None without refinement).
+        ``refine_boxes`` (S, 4) xywh image pixels of the refined candidates (None without a refined box).
         """
-        if self.frame_num == 0:
-            raise RuntimeError("DiMPTracker.track called before initialize")
-        self.frame_num += 1
-        geo, p, t = self.geometry, self.params, self.timer
-        # a frame's random draws (the refinement's candidates) depend on (seed, frame) only
-        self.generator.manual_seed(p.seed + 1_000_003 * self.frame_num)
-        with t.stage("crop"):
-            check_frame_size(frame, self._frame_wh, index=self.frame_num - 1)
-            im = self._image(frame)
-            self.image_sz = torch.tensor([float(im.shape[2]), float(im.shape[3])])
-            odd = (self.feature_sz + self.kernel_size) % 2
-            centred = self.pos + odd * self.target_scale * self.img_sample_sz / (2 * self.feature_sz)
-            patches, coords = sample_patch_multiscale(
-                im,
-                centred,
-                self.target_scale.reshape(1),
-                self.img_sample_sz,
-                mode=geo.crop_mode,
-                max_scale_change=geo.max_scale_change,
-            )
-            coords = coords.float()
-            sample_pos = 0.5 * (coords[0, :2] + coords[0, 2:] - 1)
-            sample_scale = ((coords[0, 2:] - coords[0, :2]) / self.img_sample_sz).prod().sqrt()
-            x = self._normalize(patches.to(self.device))
-        with t.stage("backbone"):
-            feats = self._backbone(x)
-        with t.stage("classifier"):
-            clf = self._clf_features(feats[CLF_LAYER])  # (1, C, h, w)
-            scores = self._scores(clf)
-        with t.stage("localisation"):
-            h, w = scores.shape
-            cell = self.img_sample_sz / (torch.tensor([float(h), float(w)]) - (self.kernel_size + 1) % 2)
-            previous = (self.pos - sample_pos) / (cell * sample_scale)  # cells from the map centre
-            if p.score_window > 0:
-                centre = previous + torch.tensor([(h - 1) / 2, (w - 1) / 2])
-                scores = scores * motion_window((h, w), centre.to(scores.device), p.score_window)
-            loc = localize(
-                scores,
-                previous,
-                self.target_sz / sample_scale / cell,
-                self.thresholds,
-                advanced=p.advanced_localization,
-            )
-            new_pos = sample_pos + loc.disp * cell * sample_scale
-        refined = None
-        with t.stage("refinement"):
-            if loc.state != NOT_FOUND:
-                if p.refine:
-                    self._update_state(new_pos)
-                    update_scale = p.update_scale_when_uncertain or loc.state != UNCERTAIN
-                    refined = self._refine(feats, sample_pos, sample_scale, update_scale)
-                else:
-                    self._update_state(new_pos, sample_scale)
-        with t.stage("update"):
-            if loc.state not in (NOT_FOUND, UNCERTAIN):
-                hard = loc.state == HARD_NEGATIVE
-                lr = p.hard_negative_learning_rate if hard else p.learning_rate
-                if hard or self.frame_num % p.train_sample_interval == 0:
-                    box = self._iou_box(self.pos, self.target_sz, sample_pos, sample_scale)
-                    self.memory.add(clf, box.to(self.device), lr)
-                if hard:
-                    self._optimize(p.hard_negative_optim_iter)
-                elif (self.frame_num - 1) % p.train_skipping == 0:
-                    self._optimize(p.update_optim_iter)
-            # the reference restores the last refined position, also one from an earlier frame when this
-            # frame's refinement kept no box
-            if p.refine and loc.state != NOT_FOUND and self._pos_refined is not None:
-                self.pos = self._pos_refined.clone()
-        refine_boxes = None
-        if refined is not None:
-            refine_boxes = self._crop_to_image(refined.boxes.cpu(), sample_pos, sample_scale)
-        self.debug_info = {
-            "state": loc.state,
-            "scores": loc.scores,
-            "max_score": loc.max_score,
-            "sample_coords": coords[0],
-            "refine_boxes": refine_boxes,
-        }
-        out = torch.cat([self.pos.flip(0) - (self.target_sz.flip(0) - 1) / 2, self.target_sz.flip(0)])
-        return out.double().numpy()
+        return track_frames([self], [frame], timer=self.timer)[0]

@@ -1,0 +1,146 @@
+"""Trackers in lockstep (:func:`track_frames`): each sequence's boxes are its boxes tracked alone, with
+sequences of different lengths and frame sizes starting at different steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from pytracking.tracker.dimp import DiMPParams, DiMPTracker, random_network
+from pytracking.tracker.dimp.frames import FrameSizeError
+from pytracking.tracker.dimp.lockstep import track_frames
+from tests.tracker.helpers import random_frame
+
+OPENED = {"target_not_found_threshold": -1e9, "distractor_threshold": 1e9, "hard_negative_threshold": 1e9}
+#: frames are smooth images (a textured square over a blurred background), so states and boxes vary
+TOLERANCE = 1e-3  # pixels: float32 rounding of batched convolutions, carried through a few frames
+
+
+def smooth_video(seed: int, frames: int, height: int, width: int) -> tuple[list[np.ndarray], list[float]]:
+    """A textured square moving over a smooth background; frames (H, W, 3) uint8 and the first box xywh."""
+    rng = np.random.default_rng(seed)
+    background = rng.integers(0, 256, (height // 8 + 2, width // 8 + 2, 3)).astype(np.float32)
+    background = np.kron(background, np.ones((8, 8, 1), np.float32))[:height, :width]
+    patch = rng.integers(0, 256, (14, 14, 3)).astype(np.float32)
+    video, x, y = [], width / 3, height / 3
+    for _ in range(frames):
+        frame = background.copy()
+        xi, yi = int(x), int(y)
+        frame[yi : yi + 14, xi : xi + 14] = patch
+        video.append(frame.clip(0, 255).astype(np.uint8))
+        x += rng.uniform(-2, 3)
+        y += rng.uniform(-2, 2)
+    return video, [width / 3, height / 3, 14.0, 14.0]
+
+
+#: (seed, frames, height, width, step at which the sequence joins)
+SEQUENCES = [
+    (0, 7, 90, 120, 0),
+    (1, 4, 72, 96, 0),
+    (2, 6, 100, 100, 1),
+    (3, 3, 90, 120, 3),
+    (4, 5, 64, 80, 2),
+]
+
+
+def tracker(loaded, params: DiMPParams) -> DiMPTracker:
+    return DiMPTracker(loaded.net, loaded.geometry, params)
+
+
+def alone(loaded, params, video, init):
+    t = tracker(loaded, params)
+    t.initialize(video[0], init)
+    out = []
+    for frame in video[1:]:
+        out.append(t.track(frame))
+        out[-1] = (out[-1], t.debug_info["state"])
+    return out
+
+
+def in_lockstep(loaded, params, videos):
+    """Every sequence joins at its step; each step advances all joined, unfinished sequences by one frame."""
+    trackers = [tracker(loaded, params) for _ in videos]
+    results = [[] for _ in videos]
+    next_frame = [1] * len(videos)
+    step = 0
+    while any(n < len(v[0]) for n, v in zip(next_frame, videos)):
+        for i, (video, init, join) in enumerate(videos):
+            if join == step:
+                trackers[i].initialize(video[0], init)
+        busy = [i for i, (video, _, join) in enumerate(videos) if join <= step and next_frame[i] < len(video)]
+        boxes = track_frames([trackers[i] for i in busy], [videos[i][0][next_frame[i]] for i in busy])
+        for i, box in zip(busy, boxes):
+            results[i].append((box, trackers[i].debug_info["state"]))
+            next_frame[i] += 1
+        step += 1
+    return results
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        # a not-found threshold inside this random network's score range: some frames are not found (and
+        # not refined) while others in the same step are
+        {"target_not_found_threshold": 0.34},
+        OPENED,
+        {**OPENED, "refine": False},
+        {**OPENED, "refine_mode": "s1", "refine_decay": 0.5},
+        {**OPENED, "refine_space": "default"},
+        {**OPENED, "score_preprocess": "softmax"},
+    ],
+    ids=["states", "opened", "norefine", "s1", "default_space", "softmax"],
+)
+def test_each_sequence_gets_its_boxes_tracked_alone(options):
+    loaded = random_network("nce_plus_tiny", crop_size=64)
+    params = DiMPParams(train_setting="nce_plus_tiny", **options)
+    videos = []
+    for seed, frames, height, width, join in SEQUENCES:
+        video, init = smooth_video(seed, frames, height, width)
+        videos.append((video, init, join))
+    batched = in_lockstep(loaded, params, videos)
+    states = set()
+    for (video, init, _), together in zip(videos, batched, strict=True):
+        single = alone(loaded, params, video, init)
+        assert [s for _, s in together] == [s for _, s in single]
+        np.testing.assert_allclose(
+            np.stack([b for b, _ in together]), np.stack([b for b, _ in single]), rtol=0, atol=TOLERANCE
+        )
+        states.update(s for _, s in single)
+    if "target_not_found_threshold" in options and options["target_not_found_threshold"] > 0:
+        assert "not_found" in states and len(states) >= 2, states  # the subset path ran
+    all_boxes = np.concatenate([np.stack([b for b, _ in r]) for r in batched])
+    assert np.isfinite(all_boxes).all() and np.ptp(all_boxes[:, 0]) > 5  # the boxes differ per sequence
+
+
+def test_a_frame_of_another_size_is_refused_before_any_tracker_moves():
+    loaded = random_network("nce_plus_tiny", crop_size=64)
+    params = DiMPParams(train_setting="nce_plus_tiny", **OPENED)
+    rng = np.random.default_rng(0)
+    a, b = tracker(loaded, params), tracker(loaded, params)
+    a.initialize(random_frame(rng, 60, 80), [10.0, 10.0, 12.0, 12.0])
+    b.initialize(random_frame(rng, 60, 80), [20.0, 20.0, 12.0, 12.0])
+    before = (a.pos.clone(), a.frame_num, b.pos.clone(), b.frame_num)
+    with pytest.raises(FrameSizeError, match="frame 1 is 70x60 pixels"):
+        track_frames([a, b], [random_frame(rng, 60, 80), random_frame(rng, 60, 70)])
+    assert torch.equal(a.pos, before[0]) and a.frame_num == before[1] and b.frame_num == before[3]
+
+
+def test_trackers_of_other_parameters_or_networks_are_not_batched():
+    loaded = random_network("nce_plus_tiny", crop_size=64)
+    other = random_network("nce_plus_tiny", crop_size=64)
+    rng = np.random.default_rng(1)
+    frame = random_frame(rng, 60, 80)
+    pairs = [
+        (DiMPParams(train_setting="nce_plus_tiny"), DiMPParams(train_setting="nce_plus_tiny", refine=False)),
+    ]
+    for pa, pb in pairs:
+        a, b = tracker(loaded, pa), tracker(loaded, pb)
+        for t in (a, b):
+            t.initialize(frame, [10.0, 10.0, 12.0, 12.0])
+        with pytest.raises(ValueError, match="share one network, geometry and parameters"):
+            track_frames([a, b], [frame, frame])
+    a = tracker(loaded, DiMPParams(train_setting="nce_plus_tiny"))
+    b = tracker(other, DiMPParams(train_setting="nce_plus_tiny"))
+    with pytest.raises(ValueError, match="share one network"):
+        track_frames([a, b], [frame, frame])
