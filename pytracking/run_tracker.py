@@ -2,7 +2,7 @@
 
 ``python pytracking/run_tracker.py dimp nce_plus --dataset otb|lasot|lasot_test|uav|nfs|trackingnet|
 got10k_test|got10k_val|vot|synthetic|folder [--root DIR] [--sequence NAME ...] [--runid K] [--threads N]
-[--device auto|cpu|cuda] [--net PATH] [--results DIR] [--visdom] [--debug] [--compile]``
+[--batch B] [--device auto|cpu|cuda] [--net PATH] [--results DIR] [--visdom] [--debug] [--compile]``
 
 Results: ``{results}/{tracker}/{param}[_{runid:03d}]/{seq}.txt`` (+ ``{seq}_time.txt``), default results root
 ``$LTR_WORKSPACE/results``; finished sequences are skipped on a rerun.
@@ -32,7 +32,13 @@ from ltr.dataset.base import DatasetError
 from ltr.dataset.registry import BENCHMARKS
 from pytracking.evaluation.results import result_folder
 from pytracking.evaluation.runner import DatasetSpec, Failure, run_dataset
-from pytracking.evaluation.tracker_spec import TRACKERS, TrackerSpec, VisdomSpec, prepare_spec
+from pytracking.evaluation.tracker_spec import (
+    TRACKERS,
+    TrackerSpec,
+    VisdomSpec,
+    prepare_spec,
+    tracker_params,
+)
 from pytracking.tracker.dimp.network import NoCheckpointError
 
 
@@ -55,6 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sequence", nargs="+", default=None, metavar="NAME", help="only these sequences")
     p.add_argument("--runid", type=int, default=None, help="run number K: results in {param}_{K:03d}")
     p.add_argument("--threads", type=int, default=1, help="sequences tracked in parallel processes")
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=1,
+        metavar="B",
+        help="dimp: track B sequences in lockstep in one process, their network calls batched (same boxes up "
+        "to float rounding; for GPUs)",
+    )
     p.add_argument("--device", default="auto", help="auto (GPU if available), cpu, cuda or cuda:K")
     p.add_argument(
         "--net", default=None, help="checkpoint path (default: latest of the param's train setting)"
@@ -95,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {args.threads}")
+        if args.batch < 1:
+            raise ValueError(f"--batch must be >= 1, got {args.batch}")
+        if args.batch > 1 and args.tracker != "dimp":
+            raise ValueError(f"--batch is for dimp; {args.tracker!r} tracks one sequence at a time")
+        if args.batch > 1 and (args.threads > 1 or args.visdom):
+            raise ValueError("--batch B tracks in one process: use it without --threads and --visdom")
         swallowed = [s for s in args.sequence or () if "=" in s]
         if swallowed:
             raise ValueError(
@@ -121,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [s for s in args.sequence or () if s not in names]
         if unknown:
             raise ValueError(f"--sequence: dataset {args.dataset!r} has no sequence(s) {unknown}")
+        if args.batch > 1 and tracker_params(spec).backend != "torch":
+            raise ValueError("--batch: the onnxruntime backend tracks one sequence at a time")
         spec, warnings = prepare_spec(spec, keep_loaded=args.threads == 1)
         results = Path(args.results) if args.results else workspace_dir() / "results"
         result_folder(results, spec.name, spec.results_name, args.runid).mkdir(parents=True, exist_ok=True)
@@ -149,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         runid=args.runid,
         sequences=args.sequence,
         threads=args.threads,
+        batch=args.batch,
         progress=args.progress,
         on_failure=_print_failure,
     )

@@ -4,6 +4,8 @@
   sequences whose box file exists are skipped, so an interrupted run continues where it stopped.
 - ``threads > 1`` runs sequences in that many worker processes (spawned; each loads the network once and uses
   ``max(1, cpu_count // threads)`` torch threads).
+- ``batch > 1`` (DiMP) tracks that many sequences in lockstep in this process, their network calls batched
+  (:mod:`pytracking.evaluation.lockstep`): the same results up to float rounding, faster on a GPU.
 - A sequence that fails is recorded and the run goes on; :class:`RunReport` lists the failures (the command
   line prints them and exits non-zero). The other sequences' results are kept. A data error (a
   :data:`DATA_ERRORS` exception: unreadable annotation or frame, no valid first box, a frame of another
@@ -85,11 +87,13 @@ def _frame_source(sequence: Sequence, index: int) -> str | None:
     return str(sequence.frame_paths[index]) if sequence.frame_paths is not None else None
 
 
-def track_sequence(tracker: Any, sequence: Sequence, *, view: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    """Boxes (N, 4) xywh and per-frame seconds (N,) of ``tracker`` on ``sequence``.
+def start_sequence(
+    tracker: Any, sequence: Sequence
+) -> tuple[np.ndarray, np.ndarray, tuple[int, int], np.ndarray]:
+    """Initialise ``tracker`` on the first frame of ``sequence``: returns the boxes (N, 4) and seconds (N,)
+    arrays with frame 0 filled in, the frame size (w, h) and the first frame.
 
-    Raises :class:`DatasetError` when the first frame's box is not a valid box inside the frame and
-    :class:`FrameSizeError` (naming the frame and its file) when a frame's size differs from the first's.
+    Raises :class:`DatasetError` when the first frame's box is not a valid box inside the frame.
     """
     n = len(sequence)
     frame = sequence.frame(0)
@@ -104,9 +108,19 @@ def track_sequence(tracker: Any, sequence: Sequence, *, view: Any = None) -> tup
     tracker.initialize(frame, init)
     times[0] = time.perf_counter() - start
     boxes[0] = init
+    return boxes, times, size, frame
+
+
+def track_sequence(tracker: Any, sequence: Sequence, *, view: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes (N, 4) xywh and per-frame seconds (N,) of ``tracker`` on ``sequence``.
+
+    Raises :class:`DatasetError` when the first frame's box is not a valid box inside the frame and
+    :class:`FrameSizeError` (naming the frame and its file) when a frame's size differs from the first's.
+    """
+    boxes, times, size, frame = start_sequence(tracker, sequence)
     if view is not None:
-        view.show(frame, init, sequence=sequence.name, frame_index=0)
-    for i in range(1, n):
+        view.show(frame, boxes[0], sequence=sequence.name, frame_index=0)
+    for i in range(1, len(sequence)):
         frame = sequence.frame(i)
         check_frame_size(frame, size, index=i, source=_frame_source(sequence, i))
         start = time.perf_counter()
@@ -115,6 +129,14 @@ def track_sequence(tracker: Any, sequence: Sequence, *, view: Any = None) -> tup
         if view is not None:
             view.show(frame, boxes[i], sequence=sequence.name, frame_index=i, debug_info=tracker.debug_info)
     return boxes, times
+
+
+def failure_of(name: str, err: BaseException, text: str | None = None) -> Failure:
+    """The :class:`Failure` of sequence ``name`` that raised ``err``: one line for a data error, else with
+    the traceback (``text``, or the exception being handled)."""
+    if isinstance(err, DATA_ERRORS):
+        return Failure(name, str(err).splitlines()[0] if str(err) else type(err).__name__)
+    return Failure(name, f"{type(err).__name__}: {err}".splitlines()[0], text or traceback.format_exc())
 
 
 # ------------------------------------------------------------------------------------------ per process state
@@ -140,14 +162,16 @@ def _run_one(name: str) -> tuple[str, Failure | None]:
         boxes, times = track_sequence(tracker, sequence, view=_WORKER["view"])
         write_sequence_results(_WORKER["folder"], name, boxes, times)
         return name, None
-    except DATA_ERRORS as err:
-        if _WORKER["spec"].debug:
-            raise
-        return name, Failure(name, str(err).splitlines()[0] if str(err) else type(err).__name__)
     except Exception as err:  # recorded and reported at the end of the run (never dropped)
         if _WORKER["spec"].debug:
             raise
-        return name, Failure(name, f"{type(err).__name__}: {err}".splitlines()[0], traceback.format_exc())
+        return name, failure_of(name, err)
+
+
+def _lockstep_failure(name: str, err: BaseException, text: str | None) -> tuple[str, Failure | None]:
+    if _WORKER["spec"].debug:
+        raise err
+    return name, failure_of(name, err, text)
 
 
 def run_dataset(
@@ -158,6 +182,7 @@ def run_dataset(
     runid: int | None = None,
     sequences: list[str] | None = None,
     threads: int = 1,
+    batch: int = 1,
     progress: bool = True,
     on_failure: Callable[[Failure], None] | None = None,
 ) -> RunReport:
@@ -170,6 +195,10 @@ def run_dataset(
 
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    if batch > 1 and (threads > 1 or spec.visdom is not None or not spec.needs_network):
+        raise ValueError("batch > 1 is for DiMP trackers in one process, without visdom")
     folder = result_folder(results_root, spec.name, spec.results_name, runid)
     names = dataset.open().sequence_names()
     if sequences:
@@ -190,7 +219,14 @@ def run_dataset(
         if outcome[1] is not None and on_failure is not None:
             on_failure(outcome[1])
 
-    if threads == 1 or len(todo) <= 1:
+    if batch > 1:
+        from pytracking.evaluation.lockstep import run_lockstep
+
+        _setup(spec, dataset, folder, None)
+        run_lockstep(
+            spec, _WORKER["dataset"], todo, folder, batch=batch, record=record, failure=_lockstep_failure
+        )
+    elif threads == 1 or len(todo) <= 1:
         _setup(spec, dataset, folder, None)
         for name in todo:
             record(_run_one(name))

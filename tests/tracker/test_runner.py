@@ -133,7 +133,7 @@ def test_compile_flag_reaches_the_tracker_and_gives_the_eager_results(tree):
 
     root, ckpt, results = tree
     tracker = build_tracker(TrackerSpec("dimp", "nce_plus_tiny", str(ckpt), "cpu", compile=True))
-    assert tracker.params.compile and isinstance(tracker._backbone, CompiledStage)
+    assert tracker.params.compile and isinstance(tracker.stages.backbone, CompiledStage)
     assert run(root, ckpt, results, "--sequence", "alpha", "--runid", "1") == 0
     assert run(root, ckpt, results, "--sequence", "alpha", "--runid", "2", "--compile") == 0
     eager = read_result_file(results / "dimp" / "nce_plus_tiny_001" / "alpha.txt")
@@ -259,3 +259,62 @@ def test_key_value_overrides_change_the_tracker_and_need_a_results_name(tree, ca
     # after --sequence the override would be taken for a sequence name: said so
     assert run(root, ckpt, results, *seq, "refine=false", "--name", "x") == 2
     assert "put key=value overrides right after the parameter set" in capsys.readouterr().err
+
+
+def test_batched_run_gives_the_one_at_a_time_results_failures_and_resume(tree, capsys):
+    """--batch 2: sequences of 6, 5, 3 and 8 frames share two slots (refilled as they end), a broken frame
+    ends its sequence only, and the result files match the one-at-a-time run's."""
+    root, ckpt, results = tree
+    make_folder_sequence(root, "gamma", [[4.0, 3.0, 7.0, 6.0]] * 3)
+    make_folder_sequence(root, "delta", [[2.0, 4.0, 5.0, 5.0]] * 8)
+    outside = make_folder_sequence(root, "outside", [[30.0, 2.0, 6.0, 5.0]] * 3)
+    assert run(root, ckpt, results, "--runid", "1") == 1
+    single_err = capsys.readouterr().err.splitlines()
+    assert run(root, ckpt, results, "--runid", "2", "--batch", "2") == 1
+    captured = capsys.readouterr()
+    assert "4 tracked, 0 already finished, 2 failed" in captured.out
+    assert sorted(captured.err.splitlines()) == sorted(single_err)  # the same lines (maybe in another order)
+    assert "error: outside: the first frame's annotated box is unusable" in captured.err
+    assert outside.exists()
+    one = results / "dimp" / "nce_plus_tiny_001"
+    two = results / "dimp" / "nce_plus_tiny_002"
+    for name in ("alpha", "beta", "gamma", "delta"):
+        a, b = read_result_file(one / f"{name}.txt"), read_result_file(two / f"{name}.txt")
+        assert a.shape == b.shape == (len(np.loadtxt(root / name / "groundtruth_rect.txt", delimiter=",")), 4)
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-3)
+        assert (np.loadtxt(two / f"{name}_time.txt") > 0).all()
+    assert not (two / "broken.txt").exists()
+    # resumed: finished sequences are skipped, the failed ones retried
+    assert run(root, ckpt, results, "--runid", "2", "--batch", "3") == 1
+    assert "0 tracked, 4 already finished, 2 failed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--batch", "0"), "error: --batch must be >= 1, got 0"),
+        (
+            ("--batch", "2", "--threads", "2"),
+            "error: --batch B tracks in one process: use it without --threads",
+        ),
+        (("--batch", "2", "--visdom"), "error: --batch B tracks in one process: use it without --threads"),
+    ],
+)
+def test_batch_argument_errors_are_one_line(tree, capsys, extra, message):
+    root, ckpt, results = tree
+    assert run(root, ckpt, results, *extra) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(message), err
+
+
+def test_batch_is_refused_for_baselines_and_the_onnxruntime_backend(tree, capsys):
+    root, ckpt, results = tree
+    argv = ["--dataset", "folder", "--root", str(root), "--results", str(results), "--batch", "2"]
+    assert main(["csrt", "default", *argv]) == 2
+    assert (
+        capsys.readouterr().err.strip() == "error: --batch is for dimp; 'csrt' tracks one sequence at a time"
+    )
+    assert run(root, ckpt, results, "--batch", "2", "--name", "ort", overrides=("backend=onnxruntime",)) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --batch: the onnxruntime backend tracks one sequence at a time"
+    )
