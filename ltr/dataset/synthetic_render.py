@@ -4,6 +4,11 @@ Layers, back to front: panning textured background, look-alike distractors, the 
 a global illumination change (per-channel gain and a light gradient) and sensor noise. Moving objects get
 motion blur along their velocity. Rendering frame ``t`` depends only on the scene and its assets, never
 on previously rendered frames.
+
+In the ``natural`` style (:mod:`ltr.dataset.synthetic_natural`) the background is seen through the
+camera's pan and zoom (the objects' states already include both), and the frame is recorded through the
+scene's :class:`~ltr.dataset.synthetic_natural.CameraLook` (blur, gamma, signal-dependent noise, JPEG)
+instead of the classic additive noise.
 """
 
 from __future__ import annotations
@@ -14,7 +19,13 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from ltr.dataset.synthetic_scene import ObjectTrack, Scene, scene_rng
+from ltr.dataset.synthetic_natural import (
+    apply_camera_look,
+    camera_matrix,
+    natural_background,
+    natural_texture,
+)
+from ltr.dataset.synthetic_scene import NATURAL_ZOOM, ObjectTrack, Scene, scene_rng
 from ltr.dataset.synthetic_texture import (
     coverage,
     local_coords,
@@ -48,13 +59,23 @@ def build_assets(scene: Scene) -> Assets:
     cfg = scene.config
     rng = scene_rng(scene.seed, scene.index, 1)
     margin = int(np.ceil(cfg.camera_pan * cfg.unit)) + 2
-    h, w = cfg.height + 2 * margin, cfg.width + 2 * margin
-    clutter = int(round(cfg.clutter * cfg.width * cfg.height / (320 * 240)))
-    background = (render_background(rng, h, w, clutter) * 255.0 + 0.5).astype(np.uint8)
     size = cfg.texture_size
+    if cfg.style == "natural":
+        # Zooming out by up to exp(NATURAL_ZOOM) shows that much more of the canvas around the frame.
+        margin += int(np.ceil(0.5 * max(cfg.width, cfg.height) * (np.exp(NATURAL_ZOOM) - 1.0)))
+        h, w = cfg.height + 2 * margin, cfg.width + 2 * margin
+        background = (natural_background(rng, h, w) * 255.0 + 0.5).astype(np.uint8)
 
-    def texture(recipe: dict) -> np.ndarray:
-        return (render_texture(rng, recipe, size) * 255.0 + 0.5).astype(np.uint8)
+        def texture(recipe: dict) -> np.ndarray:
+            return (natural_texture(rng, recipe, size) * 255.0 + 0.5).astype(np.uint8)
+
+    else:
+        h, w = cfg.height + 2 * margin, cfg.width + 2 * margin
+        clutter = int(round(cfg.clutter * cfg.width * cfg.height / (320 * 240)))
+        background = (render_background(rng, h, w, clutter) * 255.0 + 0.5).astype(np.uint8)
+
+        def texture(recipe: dict) -> np.ndarray:
+            return (render_texture(rng, recipe, size) * 255.0 + 0.5).astype(np.uint8)
 
     target = texture(scene.target.recipe)
     distractors = [texture(d.recipe) for d in scene.distractors]
@@ -139,8 +160,12 @@ def render_frame(
         raise IndexError(f"frame {t} out of range for synthetic sequence {scene.index} ({scene.num_frames})")
     h, w, m = cfg.height, cfg.width, assets.margin
     px, py = scene.pan[t]
-    centre = (float(m + px + (w - 1) / 2.0), float(m + py + (h - 1) / 2.0))
-    frame = cv2.getRectSubPix(assets.background, (w, h), centre, patchType=cv2.CV_32F)
+    if scene.zoom is not None:
+        matrix = camera_matrix(float(scene.zoom[t]), (float(px), float(py)), m, w, h)
+        frame = cv2.warpAffine(assets.background, matrix, (w, h), flags=cv2.INTER_LINEAR).astype(np.float32)
+    else:
+        centre = (float(m + px + (w - 1) / 2.0), float(m + py + (h - 1) / 2.0))
+        frame = cv2.getRectSubPix(assets.background, (w, h), centre, patchType=cv2.CV_32F)
     target_alpha = np.zeros((h, w), np.float32) if layers else None
     occluder_alpha = np.zeros((h, w), np.float32) if layers else None
     for obj, tex in zip(scene.distractors, assets.distractors):
@@ -160,10 +185,17 @@ def render_frame(
     light += np.float32(1.0)
     frame = cv2.multiply(frame, cv2.merge([light * np.float32(g) for g in scene.gain[t]]))
     ox, oy = scene.noise_offset[t]
-    frame += noise[oy : oy + h, ox : ox + w]
-    np.clip(frame, 0.0, 255.0, out=frame)
-    frame += np.float32(0.5)
-    image = frame.astype(np.uint8)
+    if scene.look is not None:
+        # Image motion at the frame centre: the world point there moves by -zoom * (pan change).
+        step = scene.pan[min(t + 1, scene.num_frames - 1)] - scene.pan[max(t - 1, 0)]
+        step = step / max(min(t + 1, scene.num_frames - 1) - max(t - 1, 0), 1)
+        velocity = (-float(scene.zoom[t] * step[0]), -float(scene.zoom[t] * step[1]))
+        image = apply_camera_look(frame, scene.look, t, velocity, (int(ox), int(oy)))
+    else:
+        frame += noise[oy : oy + h, ox : ox + w]
+        np.clip(frame, 0.0, 255.0, out=frame)
+        frame += np.float32(0.5)
+        image = frame.astype(np.uint8)
     if layers:
         return image, {"target_alpha": target_alpha, "occluder_alpha": occluder_alpha}
     return image

@@ -21,12 +21,20 @@ rule the renderer's ``layers`` use, so the flags agree with what is drawn.
 
 from __future__ import annotations
 
+import colorsys
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 
+from ltr.dataset.synthetic_natural import (
+    CameraLook,
+    camera_look,
+    natural_recipe,
+    similar_recipe,
+    world_to_frame,
+)
 from ltr.dataset.synthetic_texture import (
     SHAPE_KINDS,
     TEXTURE_KINDS,
@@ -42,6 +50,12 @@ from ltr.dataset.synthetic_texture import (
 
 #: Version of the generator; bump when a change alters pixels or boxes for a given seed.
 GENERATOR_VERSION = 1
+
+#: looks of the generator (``SyntheticConfig.style``): ``classic``, palette textures on value noise (the
+#: default); ``natural``, natural-image statistics and camera artefacts (:mod:`ltr.dataset.synthetic_natural`).
+STYLES = ("classic", "natural")
+#: natural style: the log of the camera zoom wanders within +-NATURAL_ZOOM.
+NATURAL_ZOOM = 0.15
 
 _HUE_NAMES = ("red", "orange", "yellow", "green", "cyan", "blue", "purple", "magenta")
 
@@ -91,6 +105,10 @@ class SyntheticConfig:
     camera_pan: float = 0.06
     #: side of the square texture of each object, pixels.
     texture_size: int = 96
+    #: the look, one of :data:`STYLES`. ``natural`` keeps every trajectory of ``classic`` (same seed, same
+    #: world motion) but draws natural-statistics textures and backgrounds, moves the objects with the
+    #: camera (pan and zoom) and records frames through :class:`~ltr.dataset.synthetic_natural.CameraLook`.
+    style: str = "classic"
 
     def __post_init__(self) -> None:
         for f in fields(self):  # lists (from JSON or the command line) -> tuples, so configs stay hashable
@@ -111,6 +129,8 @@ class SyntheticConfig:
                 raise ValueError(f"SyntheticConfig.{name} must be in [0, 1], got {getattr(self, name)}")
         if self.max_speed <= 0 or self.texture_size < 8:
             raise ValueError("SyntheticConfig: need max_speed > 0 and texture_size >= 8")
+        if self.style not in STYLES:
+            raise ValueError(f"SyntheticConfig.style must be one of {STYLES}, got {self.style!r}")
         for name in ("max_occluders", "clutter", "noise", "motion_blur", "illumination", "camera_pan"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SyntheticConfig.{name} must be >= 0, got {getattr(self, name)}")
@@ -131,10 +151,17 @@ class SyntheticConfig:
         return SyntheticConfig(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able values (tuples as lists); ``SyntheticConfig(**d)`` restores an equal config."""
-        return {
+        """Plain JSON-able values (tuples as lists); ``SyntheticConfig(**d)`` restores an equal config.
+
+        ``style`` is left out when it is ``classic``, so the markers of sets written before the field
+        existed (:func:`ltr.dataset.synthetic.ensure_written`) still match.
+        """
+        out = {
             f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)
         }
+        if out["style"] == "classic":
+            del out["style"]
+        return out
 
 
 @dataclass
@@ -164,6 +191,8 @@ class Scene:
     gain: np.ndarray  # (N, 3) per-channel brightness factor
     light: np.ndarray  # (N, 2) light-gradient strength along x and y
     noise_offset: np.ndarray  # (N, 2) int offsets into the noise field
+    zoom: np.ndarray | None = None  # (N,) camera zoom (natural style; objects' states already include it)
+    look: CameraLook | None = None  # camera artefacts (natural style)
     boxes: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))  # (N, 4) xywh
     out_of_view: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     full_occlusion: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
@@ -185,7 +214,8 @@ def _rng(seed: int, index: int, stream: int) -> np.random.Generator:
 
 
 def scene_rng(seed: int, index: int, stream: int) -> np.random.Generator:
-    """The generator of random stream ``stream`` (0: simulation, 1: assets) of sequence ``index``."""
+    """The generator of random stream ``stream`` (0: simulation, 1: assets, 2: kinds, 3: natural style's
+    recipes and camera) of sequence ``index``."""
     return _rng(seed, index, stream)
 
 
@@ -446,6 +476,26 @@ def simulate(config: SyntheticConfig, seed: int, index: int) -> Scene:
         f"a {_hue_name(recipe['palette'])} {recipe['kind']} {shape.kind} moving among "
         f"{n_d} look-alike object{'s' if n_d != 1 else ''}"
     )
+    zoom, look = None, None
+    if cfg.style == "natural":
+        # Own random stream, so the classic draws above (every trajectory) are the same in both styles.
+        nat = _rng(seed, index, 3)
+        target.recipe = natural_recipe(nat, texture_kind)
+        for d in distractors:
+            d.recipe = similar_recipe(nat, target.recipe)
+        for o in occluders:
+            o.recipe = natural_recipe(nat, str(o.recipe["kind"]))
+        zoom = np.exp(NATURAL_ZOOM * smooth_signal(nat, n, 40, 200))
+        look = camera_look(nat, n, smooth_signal)
+        for obj in (target, *distractors, *occluders):
+            obj.states = world_to_frame(obj.states, zoom, pan, cfg.width, cfg.height)
+            obj.blur = obj.blur * zoom
+        hue, sat, _ = colorsys.rgb_to_hsv(*(float(c) for c in target.recipe["colours"][0]))
+        colour = _HUE_NAMES[int((hue * len(_HUE_NAMES) + 0.5) % len(_HUE_NAMES))] if sat >= 0.15 else "grey"
+        description = (
+            f"a {colour} {texture_kind}-textured {shape.kind} moving among "
+            f"{n_d} look-alike object{'s' if n_d != 1 else ''}"
+        )
     scene = Scene(
         config=cfg,
         seed=seed,
@@ -459,6 +509,8 @@ def simulate(config: SyntheticConfig, seed: int, index: int) -> Scene:
         gain=gain,
         light=light,
         noise_offset=noise_offset,
+        zoom=zoom,
+        look=look,
     )
     _annotate(scene)
     return scene
