@@ -125,43 +125,54 @@ def dead_leaves(
     centres = rng.uniform(0, 1, (n, 2)) * (width * ss, height * ss)
     angles = rng.uniform(0, 180.0, n)
     kind = rng.integers(len(kinds), size=n)
+    # Polygon vertices for every leaf at once (at most 8 sides; leaf i uses its first sides[i]).
     sides = rng.integers(4, 9, n)
-    labels = np.zeros((height * ss, width * ss), np.int32)
+    slot = np.arange(8)[None, :]
+    theta = (slot + rng.uniform(-0.3, 0.3, (n, 8))) * (2 * np.pi / sides[:, None]) + np.deg2rad(angles)[
+        :, None
+    ]
+    rho = rng.uniform(0.7, 1.0, (n, 8))
+    rx, ry = radii * np.sqrt(aspect), radii / np.sqrt(aspect)
     one = 16  # cv2 drawing with shift=4: coordinates in 1/16 pixel
+    vertices = np.stack(
+        [
+            centres[:, 0:1] + (rx[:, None] * rho) * np.cos(theta),
+            centres[:, 1:2] + (ry[:, None] * rho) * np.sin(theta),
+        ],
+        axis=2,
+    )
+    vertices = np.round(vertices * one).astype(np.int32)
+    centres16 = np.round(centres * one).astype(int).tolist()
+    axes16 = np.maximum(np.round(np.stack([rx, ry], axis=1) * one), 1).astype(int).tolist()
+    is_ellipse = [kinds[k] == "ellipse" for k in kind]
+    labels = np.zeros((height * ss, width * ss), np.int32)
     for i in range(n):
-        cx, cy = centres[i]
-        rx, ry = radii[i] * np.sqrt(aspect[i]), radii[i] / np.sqrt(aspect[i])
-        if kinds[kind[i]] == "ellipse":
-            cv2.ellipse(
-                labels,
-                (int(cx * one), int(cy * one)),
-                (max(int(rx * one), 1), max(int(ry * one), 1)),
-                float(angles[i]),
-                0,
-                360,
-                i + 1,
-                -1,
-                cv2.LINE_8,
-                4,
-            )
+        if is_ellipse[i]:
+            cv2.ellipse(labels, centres16[i], axes16[i], float(angles[i]), 0, 360, i + 1, -1, cv2.LINE_8, 4)
         else:
-            k = int(sides[i])
-            theta = (np.arange(k) + rng.uniform(-0.3, 0.3, k)) * (2 * np.pi / k) + np.deg2rad(angles[i])
-            rho = rng.uniform(0.7, 1.0, k)
-            pts = np.stack([cx + rx * rho * np.cos(theta), cy + ry * rho * np.sin(theta)], axis=1)
-            cv2.fillConvexPoly(labels, np.round(pts * one).astype(np.int32), i + 1, cv2.LINE_8, 4)
+            cv2.fillConvexPoly(labels, vertices[i, : sides[i]], i + 1, cv2.LINE_8, 4)
     noise = spectral_noise(rng, height, width, slope, 4)  # at the output resolution: its detail is there
     noise = cv2.resize(noise, (width * ss, height * ss), interpolation=cv2.INTER_LINEAR)
-    pick = rng.integers(2, size=n + 1)[labels]  # which of the two fields a leaf shows
-    sign = rng.choice(np.array([-1.0, 1.0], np.float32), size=n + 1)[labels]
-    lum_noise = np.where(pick == 0, noise[..., 0], noise[..., 2]) * sign
-    chroma_noise = np.where(pick == 0, noise[..., 1], noise[..., 3])
-    contrast = rng.uniform(0.1, 0.45, n + 1).astype(np.float32)[labels]
-    chroma = rng.uniform(0.1, 0.5, n + 1).astype(np.float32)[labels]
+    # One gather of every leaf's numbers: tint (3), grey, signed contrast, chroma, which noise field.
     grey = palette.mean(axis=1, keepdims=True)
-    tint = (palette - grey)[labels] * (1.0 + chroma * chroma_noise)[..., None]
-    image = (grey[labels] + tint) * (1.0 + contrast * lum_noise)[..., None]
-    image = cv2.resize(image.astype(np.float32), (width, height), interpolation=cv2.INTER_AREA)
+    table = np.concatenate(
+        [
+            palette - grey,
+            grey,
+            (rng.uniform(0.1, 0.45, n + 1) * rng.choice([-1.0, 1.0], n + 1))[:, None],
+            rng.uniform(0.1, 0.5, n + 1)[:, None],
+            rng.integers(2, size=n + 1)[:, None],
+        ],
+        axis=1,
+    ).astype(np.float32)
+    leaf = table[labels]
+    pick = leaf[..., 6]
+    lum_noise = noise[..., 0] + pick * (noise[..., 2] - noise[..., 0])
+    chroma_noise = noise[..., 1] + pick * (noise[..., 3] - noise[..., 1])
+    image = leaf[..., 0:3] * (1.0 + leaf[..., 5] * chroma_noise)[..., None]
+    image += leaf[..., 3:4]
+    image *= (1.0 + leaf[..., 4] * lum_noise)[..., None]
+    image = cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
     return np.clip(image, 0.0, 1.0)
 
 
@@ -257,12 +268,14 @@ def camera_look(rng: np.random.Generator, n: int, smooth) -> CameraLook:
 @functools.lru_cache(maxsize=4)
 def _unit_fields(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     """Shared per image size: unit Gaussian noise (H + 32, W + 32, 3) float32 (frames read windows of it)
-    and the squared distance from the centre normalised to 1 at the corners (H, W, 1) float32."""
+    and the squared distance from the centre normalised to 1 at the corners (H, W, 3) float32."""
     rng = np.random.Generator(np.random.PCG64(20211))
     noise = rng.standard_normal((height + 32, width + 32, 3), dtype=np.float32)
     ys = (np.arange(height, dtype=np.float32) + 0.5 - height / 2) / (height / 2)
     xs = (np.arange(width, dtype=np.float32) + 0.5 - width / 2) / (width / 2)
-    radius2 = ((ys[:, None] ** 2 + xs[None, :] ** 2) / 2.0)[..., None].astype(np.float32)
+    radius2 = np.repeat(((ys[:, None] ** 2 + xs[None, :] ** 2) / 2.0)[..., None], 3, axis=2).astype(
+        np.float32
+    )
     for arr in (noise, radius2):
         arr.flags.writeable = False
     return noise, radius2
@@ -299,7 +312,7 @@ def apply_camera_look(
     height, width = frame.shape[:2]
     noise, radius2 = _unit_fields(height, width)
     if look.vignette > 0:
-        frame = frame * (1.0 - np.float32(look.vignette) * radius2)
+        frame = cv2.multiply(frame, np.float32(1.0) - np.float32(look.vignette) * radius2)
     sigma = float(look.defocus[t])
     if sigma >= 0.3:
         frame = cv2.GaussianBlur(frame, (0, 0), sigma, borderType=cv2.BORDER_REFLECT_101)
@@ -307,12 +320,19 @@ def apply_camera_look(
     if length >= 1.5:
         kernel = _line_kernel(min(length, 25.0), float(np.arctan2(velocity[1], velocity[0])))
         frame = cv2.filter2D(frame, -1, kernel, borderType=cv2.BORDER_REFLECT_101)
-    frame = np.clip(frame, 0.0, 255.0)
-    frame = np.float32(255.0) * (frame / np.float32(255.0)) ** np.float32(1.0 / look.gamma)
+    # Gamma and the noise level through 256-entry tables on the quantised intensity (cheap per pixel).
+    linear = np.clip(frame + np.float32(0.5), 0.0, 255.0).astype(np.uint8)
+    levels = np.arange(256, dtype=np.float64)
+    encoded = cv2.LUT(
+        linear, np.clip(255.0 * (levels / 255.0) ** (1.0 / look.gamma) + 0.5, 0, 255).astype(np.uint8)
+    )
+    std = cv2.LUT(encoded, np.sqrt(look.shot * levels + look.read**2).astype(np.float32))
     ox, oy = noise_offset
-    std = np.sqrt(np.float32(look.shot) * frame + np.float32(look.read**2))
-    frame = frame + std * noise[oy : oy + height, ox : ox + width]
-    image = np.clip(frame + 0.5, 0.0, 255.0).astype(np.uint8)
+    image = cv2.add(
+        encoded.astype(np.float32),
+        cv2.multiply(std, noise[oy : oy + height, ox : ox + width]),
+        dtype=cv2.CV_8U,
+    )
     ok, data = cv2.imencode(
         ".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, look.jpeg]
     )
