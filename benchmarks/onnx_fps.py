@@ -41,7 +41,6 @@ from benchmarks.tracker_fps import (  # noqa: E402
     STAGES,
     Timed,
     make_video,
-    network_weights,
     pytracking_tracker,
     run_round,
 )
@@ -53,6 +52,7 @@ from pytracking.parameter.dimp import get_parameters  # noqa: E402
 from pytracking.tracker.dimp import DiMPParams, DiMPTracker, LoadedNet, load_network  # noqa: E402
 from pytracking.tracker.dimp.timing import StageTimer  # noqa: E402
 from tests.golden.pytracking_format import write_pytracking_checkpoint  # noqa: E402
+from tests.golden.seeded import tracker_golden_weights  # noqa: E402
 
 
 def exports(
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     torch.set_num_threads(args.threads)
     frames, init_box = make_video(1 + args.warmup + args.frames)
-    seed, state = network_weights(args.geometry)
+    seed, state = tracker_golden_weights(args.geometry)
     with tempfile.TemporaryDirectory() as tmp:
         src = write_pytracking_checkpoint(Path(tmp) / f"{args.geometry}.pth.tar", state, KWDS[args.geometry])
         loaded = load_network(convert(src, Path(tmp) / "converted.pth.tar", args.geometry))

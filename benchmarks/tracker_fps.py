@@ -56,7 +56,7 @@ from pytracking.tracker.dimp import DiMPTracker, load_network  # noqa: E402
 from pytracking.tracker.dimp.timing import StageTimer  # noqa: E402
 from scripts.golden.reference import import_reference  # noqa: E402
 from tests.golden.pytracking_format import DIMP50_KWDS, SUPER_DIMP_KWDS, write_pytracking_checkpoint  # noqa: E402
-from tests.golden.seeded import seeded_state_dict  # noqa: E402
+from tests.golden.seeded import tracker_golden_weights  # noqa: E402
 
 KWDS = {"dimp50": DIMP50_KWDS, "super_dimp": SUPER_DIMP_KWDS}
 #: the per-frame seed step of DiMPTracker, used for pytracking's global generator too
@@ -92,16 +92,6 @@ def make_video(num_frames: int, width: int = 640, height: int = 480) -> tuple[li
         frame[y : y + 60, x : x + 60] = texture
         frames.append(frame)
     return frames, np.array([200.0, 150.0, 60.0, 60.0])
-
-
-def network_weights(geometry: str) -> tuple[int, dict[str, torch.Tensor]]:
-    """(seed, state dict) of pytracking's ``dimpnet50`` with the seeded weights of the tracker golden file."""
-    with np.load(REPO / "tests" / "golden" / f"tracker_{geometry}.npz") as g:
-        shapes = [
-            (str(k), tuple(int(v) for v in s[:n])) for k, s, n in zip(g["keys"], g["shapes"], g["ndims"])
-        ]
-        seed = int(g["seed"])
-    return seed, seeded_state_dict(seed, shapes)
 
 
 def our_trackers(geometry: str, seed: int, state: dict, folder: Path, compile_too: bool) -> list[Timed]:
@@ -233,7 +223,7 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("--compile needs --warmup >= 1 (the first tracked frame compiles)")
     torch.set_num_threads(args.threads)
     frames, init_box = make_video(1 + args.warmup + args.frames)
-    seed, state = network_weights(args.geometry)
+    seed, state = tracker_golden_weights(args.geometry)
     with tempfile.TemporaryDirectory() as folder:
         entries = our_trackers(args.geometry, seed, state, Path(folder), args.compile)
     if args.pytracking is not None:

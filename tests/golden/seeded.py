@@ -98,3 +98,17 @@ def seeded_crops(
     if any(c.shape[-2:] != (crop_size, crop_size) for c in crops):
         raise ValueError(f"crops of {crop_size} px at {list(corners_xy)} leave the {image_size}-px image")
     return torch.stack(crops).contiguous()
+
+
+def tracker_golden_weights(geometry: str) -> tuple[int, dict[str, torch.Tensor]]:
+    """(seed, state dict) of pytracking's ``dimpnet50`` with the seeded weights of the tracker golden file
+    ``tests/golden/tracker_<geometry>.npz`` (its key names, shapes and seed)."""
+    from pathlib import Path
+
+    with np.load(Path(__file__).parent / f"tracker_{geometry}.npz") as g:
+        shapes = [
+            (str(k), tuple(int(v) for v in s[:n]))
+            for k, s, n in zip(g["keys"], g["shapes"], g["ndims"], strict=True)
+        ]
+        seed = int(g["seed"])
+    return seed, seeded_state_dict(seed, shapes)

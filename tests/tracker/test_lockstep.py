@@ -144,3 +144,24 @@ def test_trackers_of_other_parameters_or_networks_are_not_batched():
     b = tracker(other, DiMPParams(train_setting="nce_plus_tiny"))
     with pytest.raises(ValueError, match="share one network"):
         track_frames([a, b], [frame, frame])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_on_cuda_each_sequence_gets_its_boxes_tracked_alone():
+    """The same on the GPU, where convolutions of other batch sizes may take other algorithms (TF32 by
+    default on recent cards): the boxes agree to the GPU's rounding, carried through a few frames."""
+    loaded = random_network("nce_plus_tiny", device="cuda", crop_size=64)
+    params = DiMPParams(train_setting="nce_plus_tiny", **OPENED)
+    videos = []
+    for seed, frames, height, width, join in SEQUENCES:
+        video, init = smooth_video(seed, frames, height, width)
+        videos.append((video, init, join))
+    batched = in_lockstep(loaded, params, videos)
+    worst = 0.0
+    for (video, init, _), together in zip(videos, batched, strict=True):
+        single = alone(loaded, params, video, init)
+        assert [s for _, s in together] == [s for _, s in single]
+        diff = np.abs(np.stack([b for b, _ in together]) - np.stack([b for b, _ in single]))
+        worst = max(worst, float(diff.max()))
+    print(f"largest box difference, lockstep against alone on CUDA: {worst:.3g} px")
+    assert worst < 0.05

@@ -125,7 +125,6 @@ def track_frames(
                 top_k=p.refine_top_k,
             )
             for i, result in zip(todo, results, strict=True):
-                result = RefineResult(*(None if v is None else v.cpu() for v in result))
                 trackers[i].refine_end(crops[i], result, locs[i])
                 refined[i] = result
     with timer.stage("update"):

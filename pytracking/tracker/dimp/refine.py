@@ -122,8 +122,8 @@ def refine_boxes(
     """Refine B boxes at once: ``boxes_xywh`` (B, 4) (crop pixels), one per image of ``score_fn``'s batch,
     with ``draws`` (B, num_random, 4) uniform [0, 1) numbers; one :class:`RefineResult` per box.
 
-    ``score_fn`` maps (B, S, 4) candidates to (B, S) scores, each depending on its own box only, so the
-    ascent of every image is that of :func:`refine_box` on the image alone.
+    ``score_fn`` maps (B, S, 4) candidates to (B, S) scores, each depending on its own box only, so every
+    image's ascent is its ascent alone. The results are on the CPU.
     """
     num_random = draws.shape[1]
     start = torch.stack(
@@ -141,9 +141,8 @@ def refine_boxes(
         step_length=step_length,
         decay=decay,
     )
-    return [
-        _select(b, s, max_aspect_ratio, top_k) for b, s in zip(boxes.detach(), scores.detach(), strict=True)
-    ]
+    boxes, scores = boxes.detach().cpu(), scores.detach().cpu()  # one transfer; the selection is tiny
+    return [_select(b, s, max_aspect_ratio, top_k) for b, s in zip(boxes, scores, strict=True)]
 
 
 def _select(boxes: Tensor, scores: Tensor, max_aspect_ratio: float, top_k: int) -> RefineResult:

@@ -1,0 +1,207 @@
+"""Frames per second of the dataset runner tracking B sequences in lockstep (``run_tracker.py --batch B``).
+
+    python benchmarks/batch_fps.py [--device cpu|cuda] [--geometry super_dimp|dimp50] [--batches 1 4 16 64]
+                                   [--sequences 128] [--frames 100] [--size 1280x720] [--per-slot 16]
+                                   [--rounds 2] [--threads T]
+
+The dataset is written once to a temporary folder in the ``folder`` layout (JPEG frames, one
+``groundtruth_rect.txt`` per sequence): ``--sequences`` sequences whose lengths are spread evenly over
+[F/2, 3F/2] frames (F = ``--frames``), frames of ``--size`` pixels showing a textured square that moves over
+smooth noise. Every run goes through :func:`pytracking.evaluation.runner.run_dataset`, as ``run_tracker.py``
+does, into a fresh results folder: frames are read from disk and decoded, results files written. B = 1 is
+today's one-at-a-time runner (``track_sequence``); B > 1 the lockstep runner.
+
+The network is pytracking's ``dimpnet50`` with the seeded weights of the tracker golden files, converted
+(as ``benchmarks/tracker_fps.py`` uses it), with the thresholds of its :data:`OPEN`: on random weights
+every frame is then localised, refined and learnt from, as in tracking a real target.
+
+A run at batch B tracks the first min(N, ``--per-slot`` x B) sequences (small batches are the slow ones). Each
+round runs every B once, the order reversed every other round, so that a drift of the machine's speed
+falls on all alike. Printed per run: sequences, frames, wall seconds, frames per second over the wall time
+(initialisations, reading and writing included), the ratio to B = 1 of the same round, the mean
+initialisation seconds per sequence, the peak GPU memory, and the largest box difference from B = 1 on the
+sequences both tracked. The summary gives the median ratios and what a LaSOT-test-sized run (280 sequences,
+685 360 frames) would take at each B: 280 initialisations plus the frames at the measured per-frame rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import cv2
+import numpy as np
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.tracker_fps import KWDS, OPEN  # noqa: E402
+from eval.result_files import read_result_file  # noqa: E402
+from ltr.admin.import_pytracking import convert  # noqa: E402
+from pytracking.evaluation.runner import DatasetSpec, run_dataset  # noqa: E402
+from pytracking.evaluation.tracker_spec import TrackerSpec, prepare_spec  # noqa: E402
+from tests.golden.pytracking_format import write_pytracking_checkpoint  # noqa: E402
+from tests.golden.seeded import tracker_golden_weights  # noqa: E402
+
+LASOT_SEQUENCES, LASOT_FRAMES = 280, 685_360
+
+
+@dataclasses.dataclass
+class Run:
+    batch: int
+    sequences: list[str]
+    frames: int
+    wall_s: float
+    init_s: float  # mean per sequence
+    track_s: float  # per frame after the first, from the time files
+    peak_gib: float | None
+    folder: Path
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.wall_s
+
+
+def write_dataset(root: Path, sequences: int, frames: int, width: int, height: int) -> list[str]:
+    """The folder-layout dataset (module docstring); returns the sequence names."""
+    lengths = np.linspace(frames // 2, frames * 3 // 2, sequences).round().astype(int)
+    names = [f"seq{i:04d}" for i in range(sequences)]
+
+    def write(i: int) -> None:
+        rng = np.random.default_rng(i)
+        small = rng.integers(0, 256, (height // 16 + 1, width // 16 + 1, 3), dtype=np.uint8)
+        background = cv2.resize(small, (width, height), interpolation=cv2.INTER_CUBIC)
+        side = max(8, min(64, width // 5, height // 5))  # the moving square, inside the frame throughout
+        texture = rng.integers(0, 256, (side, side, 3), dtype=np.uint8)
+        folder = root / names[i] / "img"
+        folder.mkdir(parents=True)
+        x0, y0 = width / 3, height / 3
+        boxes = []
+        for k in range(int(lengths[i])):
+            x, y = int(x0 + width / 10 * np.sin(k / 15)), int(y0 + height / 10 * np.cos(k / 20))
+            frame = background.copy()
+            frame[y : y + side, x : x + side] = texture
+            cv2.imwrite(str(folder / f"{k + 1:04d}.jpg"), frame, [cv2.IMWRITE_JPEG_QUALITY, 90])
+            boxes.append(f"{x},{y},{side},{side}\n")
+        (root / names[i] / "groundtruth_rect.txt").write_text("".join(boxes))
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, range(sequences)))
+    return names
+
+
+def run_once(spec: TrackerSpec, root: Path, names: list[str], batch: int, results: Path) -> Run:
+    device = torch.device(spec.device)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    report = run_dataset(
+        spec,
+        DatasetSpec("folder", str(root)),
+        results_root=results,
+        sequences=names,
+        batch=batch,
+        progress=False,
+    )
+    wall = time.perf_counter() - start
+    if report.failed:
+        raise RuntimeError(f"B={batch}: {report.failed[0].message}\n{report.failed[0].traceback}")
+    times = [np.loadtxt(report.folder / f"{n}_time.txt") for n in names]
+    frames = sum(len(t) for t in times)
+    peak = torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else None
+    return Run(
+        batch,
+        names,
+        frames,
+        wall,
+        float(np.mean([t[0] for t in times])),
+        float(np.sum([t[1:].sum() for t in times]) / (frames - len(times))),
+        peak,
+        report.folder,
+    )
+
+
+def box_difference(a: Run, b: Run) -> float:
+    common = [n for n in a.sequences if n in b.sequences]
+    return max(
+        float(np.abs(read_result_file(a.folder / f"{n}.txt") - read_result_file(b.folder / f"{n}.txt")).max())
+        for n in common
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--geometry", choices=sorted(KWDS), default="super_dimp")
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 4, 16, 64])
+    ap.add_argument("--sequences", type=int, default=128)
+    ap.add_argument("--frames", type=int, default=100, help="mean sequence length")
+    ap.add_argument("--size", default="1280x720", help="frame size WxH")
+    ap.add_argument("--per-slot", type=int, default=16, help="batch B tracks up to this x B sequences")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    args = ap.parse_args(argv)
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    if 1 not in args.batches:
+        ap.error("--batches must include 1 (the baseline)")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        start = time.perf_counter()
+        names = write_dataset(folder / "data", args.sequences, args.frames, width, height)
+        seed, state = tracker_golden_weights(args.geometry)
+        src = write_pytracking_checkpoint(folder / "src.pth.tar", state, KWDS[args.geometry])
+        ckpt = convert(src, folder / "net.pth.tar", args.geometry)
+        overrides = tuple(f"{k}={v}" for k, v in {**OPEN, "seed": seed}.items())
+        spec = TrackerSpec(
+            "dimp", args.geometry, str(ckpt), args.device, overrides=overrides, name_in_results="bench"
+        )
+        spec, _ = prepare_spec(spec)
+        name = torch.cuda.get_device_name() if spec.device.startswith("cuda") else "CPU"
+        print(
+            f"{args.geometry} on {name} ({spec.device}), torch {torch.__version__}, {torch.get_num_threads()} "
+            f"threads; {args.sequences} sequences of {args.frames // 2}-{args.frames * 3 // 2} frames "
+            f"{width}x{height} (written in {time.perf_counter() - start:.0f} s); B tracks {args.per_slot} x B",
+            flush=True,
+        )
+        # warm-up: the device's kernels and allocator, one short sequence at the largest batch
+        run_once(spec, folder / "data", names[:1], max(args.batches), folder / "warmup")
+        runs: dict[int, list[Run]] = {b: [] for b in args.batches}
+        for r in range(args.rounds):
+            order = sorted(args.batches) if r % 2 == 0 else sorted(args.batches, reverse=True)
+            for b in order:
+                subset = names[: args.per_slot * b]
+                runs[b].append(run_once(spec, folder / "data", subset, b, folder / f"r{r}_b{b}"))
+            base = runs[1][-1]
+            for b in sorted(args.batches):
+                run = runs[b][-1]
+                peak = f"{run.peak_gib:.1f} GiB" if run.peak_gib is not None else "-"
+                diff = box_difference(run, base) if b != 1 else 0.0
+                print(
+                    f"round {r + 1}  B={b:<3} {len(run.sequences):4d} seq {run.frames:6d} frames "
+                    f"{run.wall_s:7.1f} s  {run.fps:7.1f} FPS  {run.fps / base.fps:5.2f}x B=1  "
+                    f"init {run.init_s:.3f} s/seq  {1 / run.track_s:7.1f} FPS tracking  peak {peak}  "
+                    f"boxes within {diff:.2g} px of B=1",
+                    flush=True,
+                )
+        print("\nmedian over rounds (ratio to B=1 of the same round):")
+        for b in sorted(args.batches):
+            ratio = statistics.median(r.fps / base.fps for r, base in zip(runs[b], runs[1], strict=True))
+            fps = statistics.median(r.fps for r in runs[b])
+            init = statistics.median(r.init_s for r in runs[b])
+            per_frame = statistics.median(r.track_s for r in runs[b])
+            lasot_h = (LASOT_SEQUENCES * init + (LASOT_FRAMES - LASOT_SEQUENCES) * per_frame) / 3600
+            print(f"B={b:<3} {fps:7.1f} FPS  {ratio:5.2f}x B=1  LaSOT-test-sized run ~{lasot_h:.2f} h")
+
+
+if __name__ == "__main__":
+    main()
