@@ -60,7 +60,7 @@ def build_assets(scene: Scene) -> Assets:
     rng = scene_rng(scene.seed, scene.index, 1)
     margin = int(np.ceil(cfg.camera_pan * cfg.unit)) + 2
     size = cfg.texture_size
-    if cfg.style == "natural":
+    if scene.look is not None:  # the natural look (natural style, or a mixed set's natural sequence)
         # Zooming out by up to exp(NATURAL_ZOOM) shows that much more of the canvas around the frame.
         margin += int(np.ceil(0.5 * max(cfg.width, cfg.height) * (np.exp(NATURAL_ZOOM) - 1.0)))
         h, w = cfg.height + 2 * margin, cfg.width + 2 * margin

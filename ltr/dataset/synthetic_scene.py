@@ -52,8 +52,9 @@ from ltr.dataset.synthetic_texture import (
 GENERATOR_VERSION = 1
 
 #: looks of the generator (``SyntheticConfig.style``): ``classic``, palette textures on value noise (the
-#: default); ``natural``, natural-image statistics and camera artefacts (:mod:`ltr.dataset.synthetic_natural`).
-STYLES = ("classic", "natural")
+#: default); ``natural``, natural-image statistics and camera artefacts (:mod:`ltr.dataset.synthetic_natural`);
+#: ``mixed``, each sequence one of the two with equal probability (:func:`natural_look`).
+STYLES = ("classic", "natural", "mixed")
 #: natural style: the log of the camera zoom wanders within +-NATURAL_ZOOM.
 NATURAL_ZOOM = 0.15
 
@@ -107,7 +108,8 @@ class SyntheticConfig:
     texture_size: int = 96
     #: the look, one of :data:`STYLES`. ``natural`` keeps every trajectory of ``classic`` (same seed, same
     #: world motion) but draws natural-statistics textures and backgrounds, moves the objects with the
-    #: camera (pan and zoom) and records frames through :class:`~ltr.dataset.synthetic_natural.CameraLook`.
+    #: camera (pan and zoom) and records frames through :class:`~ltr.dataset.synthetic_natural.CameraLook`;
+    #: ``mixed`` gives each sequence one of the two looks.
     style: str = "classic"
 
     def __post_init__(self) -> None:
@@ -215,7 +217,7 @@ def _rng(seed: int, index: int, stream: int) -> np.random.Generator:
 
 def scene_rng(seed: int, index: int, stream: int) -> np.random.Generator:
     """The generator of random stream ``stream`` (0: simulation, 1: assets, 2: kinds, 3: natural style's
-    recipes and camera) of sequence ``index``."""
+    recipes and camera, 4: the ``mixed`` style's choice) of sequence ``index``."""
     return _rng(seed, index, stream)
 
 
@@ -225,6 +227,15 @@ def scene_kinds(seed: int, index: int) -> tuple[str, str]:
     return SHAPE_KINDS[int(rng.integers(len(SHAPE_KINDS)))], TEXTURE_KINDS[
         int(rng.integers(len(TEXTURE_KINDS)))
     ]
+
+
+def natural_look(style: str, seed: int, index: int) -> bool:
+    """Whether sequence ``index`` has the natural look under ``style``: always for ``natural``, never for
+    ``classic``, and for ``mixed`` a fair coin of its own random stream, so a mixed set's sequence is the
+    same as that sequence in the set of its style."""
+    if style == "mixed":
+        return bool(_rng(seed, index, 4).random() < 0.5)
+    return style == "natural"
 
 
 def class_name(seed: int, index: int) -> str:
@@ -477,7 +488,7 @@ def simulate(config: SyntheticConfig, seed: int, index: int) -> Scene:
         f"{n_d} look-alike object{'s' if n_d != 1 else ''}"
     )
     zoom, look = None, None
-    if cfg.style == "natural":
+    if natural_look(cfg.style, seed, index):
         # Own random stream, so the classic draws above (every trajectory) are the same in both styles.
         nat = _rng(seed, index, 3)
         target.recipe = natural_recipe(nat, texture_kind)

@@ -16,7 +16,7 @@ from ltr.dataset.synthetic_natural import (
     world_to_frame,
 )
 from ltr.dataset.synthetic_render import build_assets, render_frame
-from ltr.dataset.synthetic_scene import SyntheticConfig, simulate
+from ltr.dataset.synthetic_scene import SyntheticConfig, natural_look, simulate
 from ltr.dataset.synthetic_texture import render_background
 
 NATURAL = SyntheticConfig(width=128, height=96, num_frames=30, style="natural")
@@ -153,3 +153,17 @@ def test_config_style_and_dataset_option():
     frame = seq.frame(5)
     assert frame.shape == (72, 96, 3) and frame.dtype == np.uint8 and len(seq) == 12
     assert "textured" in seq.attributes["language"]
+
+
+def test_mixed_style_takes_each_sequence_from_one_style():
+    mixed = NATURAL.replace(style="mixed")
+    looks = [natural_look("mixed", 8, i) for i in range(12)]
+    assert 2 <= sum(looks) <= 10  # both looks occur
+    for index in (looks.index(True), looks.index(False)):
+        scene = simulate(mixed, 8, index)
+        same = simulate(NATURAL.replace(style="natural" if looks[index] else "classic"), 8, index)
+        np.testing.assert_array_equal(scene.boxes, same.boxes)
+        assert (scene.look is not None) == looks[index]
+        np.testing.assert_array_equal(
+            render_frame(scene, build_assets(scene), 4), render_frame(same, build_assets(same), 4)
+        )
