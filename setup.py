@@ -24,6 +24,7 @@ from setuptools import find_packages, setup
 VISDOM = ["visdom==0.2.4", "tornado<6.6"]
 VOT = ["vot-trax>=4.0.1"]
 ONNX = ["onnx>=1.17", "onnxruntime>=1.20", "onnxscript>=0.3"]
+PHOTOS = ["scikit-image>=0.22"]  # the real-footage validation set's photographs (ltr.dataset.real_footage)
 
 setup(
     name="ebmtrack",
@@ -46,6 +47,7 @@ setup(
         "visdom": VISDOM,
         "vot": VOT,
         "onnx": ONNX,
+        "photos": PHOTOS,
         "test": [
             "pytest>=8",
             "pytest-timeout>=2.3",
@@ -54,6 +56,7 @@ setup(
             *VISDOM,
             *VOT,
             *ONNX,
+            *PHOTOS,
         ],
     },
     entry_points={
