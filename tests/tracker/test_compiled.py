@@ -78,3 +78,36 @@ def test_a_compiled_stage_lives_and_dies_with_its_module():
     del module, stage
     gc.collect()
     assert ref() is None
+
+
+@pytest.mark.slow
+def test_compiled_stages_in_lockstep_give_each_sequence_its_eager_boxes_alone():
+    """Lockstep with ``compile``: the crops are padded to the batch size, so the compiled stages see one shape
+    while sequences of different lengths end and the batch thins out."""
+    from pytracking.tracker.dimp.lockstep import track_frames
+
+    rng = np.random.default_rng(7)
+    lengths = [5, 3, 4]
+    videos = [[random_frame(rng, 96, 128) for _ in range(n)] for n in lengths]
+    inits = [[50.0, 30.0, 24.0, 20.0], [20.0, 40.0, 18.0, 18.0], [70.0, 50.0, 20.0, 26.0]]
+    loaded = random_network("nce_plus_tiny", crop_size=64)
+    eager = []
+    for video, init in zip(videos, inits, strict=True):
+        tracker = DiMPTracker(
+            loaded.net, loaded.geometry, DiMPParams(train_setting="nce_plus_tiny", **OPENED)
+        )
+        tracker.initialize(video[0], init)
+        eager.append(np.stack([tracker.track(f) for f in video[1:]]))
+    params = DiMPParams(train_setting="nce_plus_tiny", compile=True, **OPENED)
+    trackers = [DiMPTracker(loaded.net, loaded.geometry, params) for _ in videos]
+    for tracker, video, init in zip(trackers, videos, inits, strict=True):
+        tracker.initialize(video[0], init)
+    boxes = [[] for _ in videos]
+    for k in range(1, max(lengths)):
+        busy = [i for i, n in enumerate(lengths) if k < n]
+        out = track_frames([trackers[i] for i in busy], [videos[i][k] for i in busy], pad_to=len(videos))
+        for i, box in zip(busy, out, strict=True):
+            boxes[i].append(box)
+    assert compiled_stage(loaded.net.backbone, "backbone").compiled
+    for together, alone in zip(boxes, eager, strict=True):
+        np.testing.assert_allclose(np.stack(together), alone, rtol=0, atol=1e-3)
