@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--compile",
         action="store_true",
-        help="dimp: torch.compile the per-frame backbone and classifier features (faster frames after a "
+        help="dimp: torch.compile the per-frame backbone, classifier features and box score (faster frames after a "
         "one-off compilation per process)",
     )
     return p

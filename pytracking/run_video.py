@@ -165,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--net", default=None, help="checkpoint (default: latest of the param's train setting)")
     p.add_argument("--device", default="auto")
     p.add_argument(
-        "--compile", action="store_true", help="dimp: torch.compile the per-frame backbone and classifier"
+        "--compile",
+        action="store_true",
+        help="dimp: torch.compile the per-frame backbone, classifier features and box score",
     )
     args = p.parse_intermixed_args(argv)
     try:

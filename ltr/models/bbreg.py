@@ -32,7 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from ltr.ops.boxes import xywh_to_xyxy
-from ltr.ops.prroi_pool import prroi_pool
+from ltr.ops.prroi_pool import prroi_pool, prroi_pool_dense
 
 Pair = tuple[Tensor, Tensor]
 
@@ -177,13 +177,17 @@ class EnergyBoxHead(nn.Module):
             raise ValueError("modulation and test features must have the same batch size N")
         return self.score_modulated(self.modulate(modulation, test_feats), boxes_xywh)
 
-    def score_modulated(self, modulated: Pair, boxes_xywh: Tensor) -> Tensor:
+    def score_modulated(self, modulated: Pair, boxes_xywh: Tensor, *, dense: bool = False) -> Tensor:
         """f for S boxes per image on features from :meth:`modulate`.
 
         Args:
             modulated: ((N, M2, H2, W2), (N, M3, H3, W3)) modulated test features.
             boxes_xywh: (N, S, 4) candidate boxes, xywh image pixels relative to the maps' origin (may require
                 grad).
+            dense: pool with :func:`~ltr.ops.prroi_pool.prroi_pool_dense` (the same values over the whole
+                maps, as a fixed graph with no host synchronisation, for tracing and ``torch.compile``) instead
+                of :func:`~ltr.ops.prroi_pool.prroi_pool`, which contracts only the part of the maps the boxes
+                touch.
 
         Returns:
             (N, S) scores.
@@ -193,9 +197,14 @@ class EnergyBoxHead(nn.Module):
         if boxes_xywh.dim() != 3 or boxes_xywh.shape[0] != n or boxes_xywh.shape[-1] != 4:
             raise ValueError(f"boxes_xywh must be ({n}, S, 4) xywh, got {tuple(boxes_xywh.shape)}")
         s = boxes_xywh.shape[1]
-        rois = _rois(boxes_xywh.to(t2.dtype))  # the pooling contracts only the part of the maps they touch
-        p2 = prroi_pool(t2, rois, 5, 1.0 / self.strides[0])
-        p3 = prroi_pool(t3, rois, 3, 1.0 / self.strides[1])
+        if dense:
+            xyxy = xywh_to_xyxy(boxes_xywh.to(t2.dtype))
+            p2 = prroi_pool_dense(t2, xyxy, 5, 1.0 / self.strides[0]).flatten(0, 1)
+            p3 = prroi_pool_dense(t3, xyxy, 3, 1.0 / self.strides[1]).flatten(0, 1)
+        else:
+            rois = _rois(boxes_xywh.to(t2.dtype))
+            p2 = prroi_pool(t2, rois, 5, 1.0 / self.strides[0])
+            p3 = prroi_pool(t3, rois, 3, 1.0 / self.strides[1])
         hidden = torch.cat([self.box_fc2(p2), self.box_fc3(p3)], dim=1)
         return self.predictor(hidden).reshape(n, s)
 

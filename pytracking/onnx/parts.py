@@ -98,13 +98,7 @@ class BoxScore(nn.Module):
         self.box_head = net.box_head
 
     def forward(self, mod2: Tensor, mod3: Tensor, boxes: Tensor) -> Tensor:
-        head = self.box_head
-        xyxy = _xyxy(boxes.to(mod2.dtype))
-        s = boxes.shape[1]
-        p2 = prroi_pool_dense(mod2, xyxy, 5, 1.0 / head.strides[0]).flatten(0, 1)
-        p3 = prroi_pool_dense(mod3, xyxy, 3, 1.0 / head.strides[1]).flatten(0, 1)
-        hidden = torch.cat([head.box_fc2(p2), head.box_fc3(p3)], dim=1)
-        return head.predictor(hidden).reshape(1, s)
+        return self.box_head.score_modulated((mod2, mod3), boxes, dense=True)
 
 
 def box_score_and_grad(net: DiMPNet, mod2: Tensor, mod3: Tensor, boxes: Tensor) -> nn.Module:

@@ -1,4 +1,4 @@
-"""``params.compile``: the per-frame backbone and classifier feature head through torch.compile (real
+"""``params.compile``: the per-frame backbone, classifier feature head and box score through torch.compile (real
 Inductor, real C++ compiler), the same boxes as eager, and a warned eager fallback when the toolchain fails."""
 
 import gc
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from pytracking.tracker.dimp import DiMPParams, DiMPTracker, random_network
-from pytracking.tracker.dimp.compiled import CompiledStage, compiled_stage
+from pytracking.tracker.dimp.compiled import CompiledStage, compiled_box_score, compiled_stage
 from tests.tracker.helpers import random_frame
 
 OPENED = {"target_not_found_threshold": -1e9, "distractor_threshold": 1e9, "hard_negative_threshold": 1e9}
@@ -31,6 +31,7 @@ def test_compiled_stages_give_the_eager_boxes_and_are_shared_per_network():
     compiled = track(loaded, True, frames)
     stage = compiled_stage(loaded.net.backbone, "backbone")
     assert stage.compiled  # it did not fall back
+    assert compiled_box_score(loaded.net.box_head).compiled  # the refinement's score, gradient included
     np.testing.assert_allclose(compiled, eager, rtol=0, atol=1e-3)
     assert not np.allclose(eager[:, 2:], [24.0, 20.0])  # refinement ran
     # a second tracker on the same network reuses the compiled stage

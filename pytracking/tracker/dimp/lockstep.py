@@ -86,11 +86,10 @@ def track_frames(
             x = torch.cat([x, x[-1:].expand(pad_to - n, -1, -1, -1)])
     with timer.stage("backbone"):
         feats = stages.backbone(x)
-        if x.shape[0] > n:
-            feats = {k: v[:n] for k, v in feats.items()}
     with timer.stage("classifier"):
         clf = stages.clf_features(feats[CLF_LAYER])  # (B, C, h, w)
-        if clf.shape[0] > n:
+        if x.shape[0] > n:
+            feats = {k: v[:n] for k, v in feats.items()}
             clf = clf[:n]
         filters = _stack([t.filter for t in trackers])
         scores = lead.preprocess_scores(stages.classify(filters, clf)).cpu()  # (B, H', W')

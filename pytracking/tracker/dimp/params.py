@@ -115,7 +115,7 @@ class DiMPParams:
     max_aspect_ratio: float = 6.0  # maximal_aspect_ratio
     refine_top_k: int = 3  # iounet_k
     # runtime
-    #: torch.compile the per-frame backbone and classifier feature head (:mod:`.compiled`); falls back to
+    #: torch.compile the per-frame backbone, classifier feature head and box score (:mod:`.compiled`); falls back to
     #: eager with a warning where compilation fails
     compile: bool = False
     #: who runs the networks (:mod:`.stages`): "torch" (this process's modules), or "onnxruntime" (the models

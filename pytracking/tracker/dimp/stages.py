@@ -1,8 +1,8 @@
 """The tracker's one seam to its network: every network call of :class:`~.tracker.DiMPTracker` goes through a
 :class:`NetworkStages` object, so a speed-up replaces the calls while the tracker's per-frame logic stays.
 
-:class:`TorchStages` is the plain eager path (with ``params.compile``, the per-frame backbone and classifier
-feature head through :mod:`.compiled`); ``params.backend="onnxruntime"`` gives
+:class:`TorchStages` is the plain eager path (with ``params.compile``, the per-frame backbone, classifier
+feature head and box score through :mod:`.compiled`); ``params.backend="onnxruntime"`` gives
 :class:`pytracking.onnx.runtime.OrtStages`, the networks exported by :mod:`pytracking.export_onnx` run by
 ONNX Runtime. Shapes: crops (N, 3, H, W) ImageNet-normalised; classification features (N, C, h, w); filters
 (B, C, k, k), one per sequence; boxes xywh crop pixels; modulation ((B, M2), (B, M3)).
@@ -19,7 +19,7 @@ from typing import Protocol
 from torch import Tensor
 
 from ltr.models.tracking import BOX_LAYERS, DiMPNet
-from pytracking.tracker.dimp.compiled import compiled_stage
+from pytracking.tracker.dimp.compiled import compiled_box_score, compiled_stage
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
 
 Pair = tuple[Tensor, Tensor]
@@ -75,7 +75,8 @@ class NetworkStages(Protocol):
 
 
 class TorchStages:
-    """The network's own modules, eager (the per-frame backbone and feature head compiled if asked)."""
+    """The network's own modules, eager (the per-frame backbone, feature head and box score compiled if
+    asked)."""
 
     batched = True
 
@@ -83,9 +84,11 @@ class TorchStages:
         self.net = net
         self.backbone: Callable[[Tensor], dict[str, Tensor]] = net.backbone
         self.clf_features: Callable[[Tensor], Tensor] = net.classifier.feature_head
+        self._box_score: Callable[[Tensor, Tensor, Tensor], Tensor] | None = None
         if compile:
             self.backbone = compiled_stage(net.backbone, "backbone")
             self.clf_features = compiled_stage(net.classifier.feature_head, "classifier feature head")
+            self._box_score = compiled_box_score(net.box_head)
 
     def init_backbone(self, images: Tensor) -> dict[str, Tensor]:
         return self.net.backbone(images)
@@ -101,6 +104,8 @@ class TorchStages:
         return head.modulate(modulation, head.get_test_features([feats[n] for n in BOX_LAYERS]))
 
     def box_score(self, modulated: Pair, boxes: Tensor) -> Tensor:
+        if self._box_score is not None:
+            return self._box_score(*modulated, boxes)
         return self.net.box_head.score_modulated(modulated, boxes)
 
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
