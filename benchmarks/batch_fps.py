@@ -2,12 +2,13 @@
 
     python benchmarks/batch_fps.py [--mode runner|lockstep] [--device cpu|cuda] [--geometry super_dimp|dimp50]
                                    [--batches 1 4 16 64] [--sequences 128] [--frames 100] [--size 1280x720]
-                                   [--per-slot 16] [--rounds 2] [--threads T]
+                                   [--per-slot 16] [--rounds 2] [--threads T] [--compile]
 
 ``--mode lockstep`` times the trackers alone: B trackers of SuperDiMP's geometry (our ``nce_plus`` network,
 ResNet-50 at 352 pixels, random weights; ``super_dimp`` parameters with the thresholds of :data:`OPEN`) are
 initialised on the first frame of one in-memory video (``tracker_fps.make_video`` at ``--size``), advanced
-one frame untimed, then ``--frames`` frames timed with
+one frame untimed (``--compile``: with ``compile=true``, crops padded to the largest B, compiled then), then
+``--frames`` frames timed with
 :func:`pytracking.tracker.dimp.lockstep.track_frames`, all B on the same frame. Printed per B: frames per
 second, the ratio to B = 1 of the same round, the peak GPU memory and the seconds per step of each stage
 (stages are not synchronised with the GPU: a stage that waits for the device carries the work queued
@@ -156,8 +157,9 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
     if args.geometry != "super_dimp":
         raise SystemExit("--mode lockstep times SuperDiMP's geometry only (--geometry super_dimp)")
     loaded = random_network("nce_plus", device=args.device)
-    params = dataclasses.replace(get_parameters("super_dimp"), **OPEN)
+    params = dataclasses.replace(get_parameters("super_dimp"), compile=args.compile, **OPEN)
     frames, box = make_video(args.frames + 2, width, height)
+    pad_to = max(args.batches) if args.compile else None  # one shape for the compiled stages
     cuda = torch.device(args.device).type == "cuda"
     name = torch.cuda.get_device_name() if cuda else "CPU"
     print(
@@ -171,13 +173,13 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
             trackers = [DiMPTracker(loaded.net, loaded.geometry, params) for _ in range(b)]
             for t in trackers:
                 t.initialize(frames[0], box)
-            track_frames(trackers, [frames[1]] * b)
+            track_frames(trackers, [frames[1]] * b, pad_to=pad_to)
             if cuda:
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
             start = time.perf_counter()
             for frame in frames[2:]:
-                track_frames(trackers, [frame] * b, timer=timer)
+                track_frames(trackers, [frame] * b, timer=timer, pad_to=pad_to)
             fps[b].append(args.frames * b / (time.perf_counter() - start))
             peak = f"{torch.cuda.max_memory_allocated() / 2**30:.2f} GiB" if cuda else "-"
             stages = ", ".join(f"{k} {1000 * v / args.frames:.1f}" for k, v in timer.totals.items())
@@ -205,6 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--per-slot", type=int, default=16, help="batch B tracks up to this x B sequences")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    ap.add_argument("--compile", action="store_true", help="lockstep: the trackers with compile=true")
     args = ap.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     if 1 not in args.batches:

@@ -1,7 +1,7 @@
 """Tracker frame rate on the CPU: this toolkit's DiMP tracker and pytracking's, side by side in one process.
 
-    python benchmarks/tracker_fps.py [--pytracking PATH] [--geometry dimp50|super_dimp] [--rounds 3]
-                                     [--frames 20] [--warmup 2] [--threads 1] [--compile]
+    python benchmarks/tracker_fps.py [--pytracking PATH] [--geometry dimp50|super_dimp|nce_plus_tiny]
+                                     [--rounds 3] [--frames 20] [--warmup 2] [--threads 1] [--compile]
 
 Both trackers run the same network: pytracking's ``dimpnet50`` with the seeded weights of the tracker golden
 files (``tests/golden/tracker_<geometry>.npz`` names the tensors, ``tests/golden/seeded.py`` fills them).
@@ -9,7 +9,8 @@ pytracking's own DiMP tracker runs it as built (imported from the checkout ``--p
 ``scripts/golden/reference.py``, its CUDA PrRoIPool replaced by this toolkit's); ours runs it as a user
 gets it, converted by ``ltr.admin.import_pytracking`` and prepared by ``load_network`` (BatchNorm folded).
 ``--geometry`` picks the parameter set on both sides: ``dimp50`` (288-pixel crops, 5 refinement steps) or
-``super_dimp`` (352 pixels, 10 steps).
+``super_dimp`` (352 pixels, 10 steps); ``nce_plus_tiny`` times ours alone on the demo's CPU-sized network
+(random weights), which pytracking has no counterpart of.
 
 Every frame takes the full path. On random weights the score map is nearly flat, so DiMP's advanced
 localisation finds a second peak almost as high as the first and calls the frame uncertain (refined, not
@@ -52,13 +53,15 @@ sys.path.insert(0, str(REPO))
 
 from ltr.admin.import_pytracking import convert  # noqa: E402
 from pytracking.parameter.dimp import get_parameters  # noqa: E402
-from pytracking.tracker.dimp import DiMPTracker, load_network  # noqa: E402
+from pytracking.tracker.dimp import DiMPTracker, load_network, random_network  # noqa: E402
 from pytracking.tracker.dimp.timing import StageTimer  # noqa: E402
 from scripts.golden.reference import import_reference  # noqa: E402
 from tests.golden.pytracking_format import DIMP50_KWDS, SUPER_DIMP_KWDS, write_pytracking_checkpoint  # noqa: E402
 from tests.golden.seeded import tracker_golden_weights  # noqa: E402
 
 KWDS = {"dimp50": DIMP50_KWDS, "super_dimp": SUPER_DIMP_KWDS}
+#: the demo's CPU-sized network (ours only: pytracking has no such network)
+TINY = "nce_plus_tiny"
 #: the per-frame seed step of DiMPTracker, used for pytracking's global generator too
 FRAME_SEED = 1_000_003
 #: localisation thresholds for both trackers: every frame normal while the highest score is positive
@@ -95,9 +98,13 @@ def make_video(num_frames: int, width: int = 640, height: int = 480) -> tuple[li
 
 
 def our_trackers(geometry: str, seed: int, state: dict, folder: Path, compile_too: bool) -> list[Timed]:
-    """Our tracker on the converted network (and, with ``compile_too``, the same with ``compile=True``)."""
-    src = write_pytracking_checkpoint(folder / f"{geometry}.pth.tar", state, KWDS[geometry])
-    loaded = load_network(convert(src, folder / "converted.pth.tar", geometry))
+    """Our tracker on the converted network, or for ``TINY`` on the tiny network with random weights (and,
+    with ``compile_too``, the same with ``compile=True``)."""
+    if geometry == TINY:
+        loaded = random_network(TINY)
+    else:
+        src = write_pytracking_checkpoint(folder / f"{geometry}.pth.tar", state, KWDS[geometry])
+        loaded = load_network(convert(src, folder / "converted.pth.tar", geometry))
     params = dataclasses.replace(get_parameters(geometry), seed=seed, **OPEN)
     variants = [("ours", params)]
     if compile_too:
@@ -209,7 +216,10 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pytracking", type=Path, help="a pytracking checkout: also time its DiMP tracker")
     ap.add_argument(
-        "--geometry", choices=sorted(KWDS), default="super_dimp", help="parameter set (both sides)"
+        "--geometry",
+        choices=[*sorted(KWDS), TINY],
+        default="super_dimp",
+        help=f"parameter set (both sides; {TINY}: the demo's network, ours only)",
     )
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--frames", type=int, default=20, help="timed frames per round and tracker")
@@ -219,11 +229,13 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.frames < 1 or args.warmup < 0 or args.threads < 1:
         ap.error("--rounds, --frames and --threads must be positive, --warmup not negative")
+    if args.geometry == TINY and args.pytracking is not None:
+        ap.error(f"--geometry {TINY} is ours only (pytracking has no such network): leave out --pytracking")
     if args.compile and args.warmup < 1:
         ap.error("--compile needs --warmup >= 1 (the first tracked frame compiles)")
     torch.set_num_threads(args.threads)
     frames, init_box = make_video(1 + args.warmup + args.frames)
-    seed, state = tracker_golden_weights(args.geometry)
+    seed, state = (0, {}) if args.geometry == TINY else tracker_golden_weights(args.geometry)
     with tempfile.TemporaryDirectory() as folder:
         entries = our_trackers(args.geometry, seed, state, Path(folder), args.compile)
     if args.pytracking is not None:
