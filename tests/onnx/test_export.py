@@ -145,6 +145,22 @@ def test_run_tracker_with_the_onnxruntime_backend(tiny_export, tmp_path):
     np.testing.assert_allclose(got, want, rtol=0, atol=0.05)
 
 
+def test_run_video_with_the_onnxruntime_backend(tiny_export, tmp_path, capsys):
+    from pytracking.run_video import main as run_video
+    from tests.tracker.test_run_video import write_video
+
+    video = write_video(tmp_path / "in.avi", 8, "MJPG", size=(96, 72))
+    common = [str(video), *OPENED, *REFINE, "--init", "10,10,12,10", "--net", str(tiny_export.checkpoint)]
+    runs = []
+    for extra in ([], [f"onnx_dir={tiny_export.folder}", "backend=onnxruntime"]):
+        assert run_video(["dimp", "nce_plus_tiny", *common, *extra, "--device", "cpu"]) == 0
+        lines = capsys.readouterr().out.strip().splitlines()
+        runs.append(np.array([[float(v) for v in line.split(",")[1:]] for line in lines]))
+    assert runs[0].shape == (8, 4)
+    np.testing.assert_allclose(runs[1], runs[0], rtol=0, atol=0.05)
+    assert np.abs(runs[0][1:] - runs[0][0]).max() > 0.5  # the box moves: the comparison is not trivial
+
+
 def test_prdimps_filter_optimizer_exports_too(tmp_path):
     import onnxruntime
 
