@@ -23,10 +23,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import shutil
-import statistics
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -38,11 +36,10 @@ sys.path.insert(0, str(REPO))
 from benchmarks.tracker_fps import (  # noqa: E402
     KWDS,
     OPEN,
-    STAGES,
     Timed,
     make_video,
     pytracking_tracker,
-    run_round,
+    report,
 )
 from ltr.admin.import_pytracking import convert  # noqa: E402
 from pytracking.onnx.export import export_dimp  # noqa: E402
@@ -126,29 +123,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.threads} thread(s), {args.rounds} rounds of {args.frames} timed frames (+{args.warmup} warm-up) "
         "per tracker; localisation thresholds: not found -inf, distractor and hard negative +inf"
     )
-    first = entries[0].name
-    ratios: dict[str, list[float]] = {e.name: [] for e in entries[1:]}
-    stage_s: dict[str, Counter] = {e.name: Counter() for e in entries if e.timer is not None}
-    for r in range(1, args.rounds + 1):
-        results = run_round(entries, frames, init_box, args.warmup)
-        for i, (e, res) in enumerate(zip(entries, results, strict=True)):
-            if e.name in stage_s:
-                stage_s[e.name].update(res.stages)
-            line = f"round {r}  {e.name:<12} init {res.init_s:6.2f} s  {res.fps:6.2f} FPS"
-            if i > 0:
-                ratios[e.name].append(res.fps / results[0].fps)
-                diff = float(np.abs(res.boxes - results[0].boxes).max())
-                line += f"  {ratios[e.name][-1]:.2f}x {first}, boxes within {diff:.2g} px of {first}'s"
-            print(
-                line + "  states: " + ", ".join(f"{k} {v}" for k, v in sorted(res.states.items())), flush=True
-            )
-    for name, seconds in stage_s.items():
-        ms = {s: 1000 * seconds[s] / (args.rounds * args.frames) for s in STAGES}
-        print(f"{name}, ms per frame by stage: " + ", ".join(f"{s} {ms[s]:.0f}" for s in STAGES))
-    for name, values in ratios.items():
-        print(
-            f"{name} / {first}: median {statistics.median(values):.2f}x (rounds: {', '.join(f'{v:.2f}' for v in values)})"
-        )
+    report(entries, frames, init_box, args.rounds, args.warmup)
 
 
 if __name__ == "__main__":

@@ -245,12 +245,22 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.frames} timed frames (+{args.warmup} warm-up) per tracker; localisation thresholds: not found "
         "-inf, distractor and hard negative +inf"
     )
+    report(entries, frames, init_box, args.rounds, args.warmup)
+
+
+def report(
+    entries: list[Timed], frames: list[np.ndarray], init_box: np.ndarray, rounds: int, warmup: int
+) -> None:
+    """Run ``rounds`` rounds (:func:`run_round`) and print each tracker's line per round, then the stage times
+    of every tracker with a timer and the median ratios to the first tracker."""
     first = entries[0].name
     ratios: dict[str, list[float]] = {e.name: [] for e in entries[1:]}
-    stage_s: Counter = Counter()
-    for r in range(1, args.rounds + 1):
-        results = run_round(entries, frames, init_box, args.warmup)
-        for i, (e, res) in enumerate(zip(entries, results)):
+    stage_s: dict[str, Counter] = {e.name: Counter() for e in entries if e.timer is not None}
+    for r in range(1, rounds + 1):
+        results = run_round(entries, frames, init_box, warmup)
+        for i, (e, res) in enumerate(zip(entries, results, strict=True)):
+            if e.name in stage_s:
+                stage_s[e.name].update(res.stages)
             line = f"round {r}  {e.name:<14} init {res.init_s:6.2f} s  {res.fps:6.2f} FPS"
             if i > 0:
                 ratios[e.name].append(res.fps / results[0].fps)
@@ -259,17 +269,19 @@ def main(argv: list[str] | None = None) -> None:
             print(
                 line + "  states: " + ", ".join(f"{k} {v}" for k, v in sorted(res.states.items())), flush=True
             )
-            if e.name == "ours":
-                stage_s.update(res.stages)
     for name, values in ratios.items():
         print(
             f"{name} / {first}: median {statistics.median(values):.2f}x "
             f"(rounds: {', '.join(f'{v:.2f}' for v in values)})"
         )
-    frame_ms = {s: 1000 * stage_s[s] / (args.rounds * args.frames) for s in STAGES}
-    total = sum(frame_ms.values())
-    print("ours, ms per frame by stage: " + ", ".join(f"{s} {frame_ms[s]:.1f}" for s in STAGES), end="")
-    print(f" (backbone {frame_ms['backbone'] / total:.0%} of their sum, {total:.1f} ms)")
+    timed_frames = rounds * (len(frames) - 1 - warmup)
+    for name, seconds in stage_s.items():
+        frame_ms = {s: 1000 * seconds[s] / timed_frames for s in STAGES}
+        total = sum(frame_ms.values())
+        print(
+            f"{name}, ms per frame by stage: " + ", ".join(f"{s} {frame_ms[s]:.1f}" for s in STAGES), end=""
+        )
+        print(f" (backbone {frame_ms['backbone'] / total:.0%} of their sum, {total:.1f} ms)")
 
 
 if __name__ == "__main__":
