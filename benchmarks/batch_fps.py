@@ -1,11 +1,13 @@
 """Frames per second of B sequences tracked in lockstep (``run_tracker.py --batch B``), against B = 1.
 
-    python benchmarks/batch_fps.py [--mode runner|lockstep] [--device cpu|cuda] [--geometry super_dimp|dimp50]
+    python benchmarks/batch_fps.py [--mode runner|lockstep] [--device cpu|cuda]
+                                   [--geometry super_dimp|dimp50|nce_plus_tiny]
                                    [--batches 1 4 16 64] [--sequences 128] [--frames 100] [--size 1280x720]
                                    [--per-slot 16] [--rounds 2] [--threads T] [--compile]
 
 ``--mode lockstep`` times the trackers alone: B trackers of SuperDiMP's geometry (our ``nce_plus`` network,
-ResNet-50 at 352 pixels, random weights; ``super_dimp`` parameters with the thresholds of :data:`OPEN`) are
+ResNet-50 at 352 pixels, random weights; ``super_dimp`` parameters with the thresholds of :data:`OPEN`), or
+with ``--geometry nce_plus_tiny`` of the demo's network (random weights, its own parameters, :data:`OPEN`) are
 initialised on the first frame of one in-memory video (``tracker_fps.make_video`` at ``--size``), advanced
 one frame untimed (``--compile``: with ``compile=true``, crops padded to the largest B, compiled then), then
 ``--frames`` frames timed with
@@ -23,8 +25,9 @@ does, into a fresh results folder: frames are read from disk and decoded, result
 today's one-at-a-time runner (``track_sequence``); B > 1 the lockstep runner.
 
 The network is pytracking's ``dimpnet50`` with the seeded weights of the tracker golden files, converted
-(as ``benchmarks/tracker_fps.py`` uses it), with the thresholds of its :data:`OPEN`: on random weights
-every frame is then localised, refined and learnt from, as in tracking a real target.
+(as ``benchmarks/tracker_fps.py`` uses it), or for ``nce_plus_tiny`` the demo's network with random weights
+in a checkpoint file, with the thresholds of :data:`OPEN`: on random weights every frame is then
+localised, refined and learnt from, as in tracking a real target.
 
 A run at batch B tracks the first min(N, ``--per-slot`` x B) sequences (small batches are the slow ones). Each
 round runs every B once, the order reversed every other round, so that a drift of the machine's speed
@@ -53,9 +56,10 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.tracker_fps import KWDS, OPEN, make_video  # noqa: E402
+from benchmarks.tracker_fps import KWDS, OPEN, TINY, make_video  # noqa: E402
 from eval.result_files import read_result_file  # noqa: E402
 from ltr.admin.import_pytracking import convert  # noqa: E402
+from ltr.train_settings.dimp import SETTINGS  # noqa: E402
 from pytracking.evaluation.runner import DatasetSpec, run_dataset  # noqa: E402
 from pytracking.evaluation.tracker_spec import TrackerSpec, prepare_spec  # noqa: E402
 from pytracking.parameter.dimp import get_parameters  # noqa: E402
@@ -64,6 +68,7 @@ from pytracking.tracker.dimp.lockstep import track_frames  # noqa: E402
 from pytracking.tracker.dimp.timing import StageTimer  # noqa: E402
 from tests.golden.pytracking_format import write_pytracking_checkpoint  # noqa: E402
 from tests.golden.seeded import tracker_golden_weights  # noqa: E402
+from tests.tracker.helpers import write_tiny_checkpoint  # noqa: E402
 
 LASOT_SEQUENCES, LASOT_FRAMES = 280, 685_360
 
@@ -154,16 +159,17 @@ def box_difference(a: Run, b: Run) -> float:
 
 def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
     """``--mode lockstep`` (module docstring)."""
-    if args.geometry != "super_dimp":
-        raise SystemExit("--mode lockstep times SuperDiMP's geometry only (--geometry super_dimp)")
-    loaded = random_network("nce_plus", device=args.device)
-    params = dataclasses.replace(get_parameters("super_dimp"), compile=args.compile, **OPEN)
+    if args.geometry == "dimp50":
+        raise SystemExit("--mode lockstep times --geometry super_dimp or nce_plus_tiny")
+    setting = TINY if args.geometry == TINY else "nce_plus"
+    loaded = random_network(setting, device=args.device)
+    params = dataclasses.replace(get_parameters(args.geometry), compile=args.compile, **OPEN)
     frames, box = make_video(args.frames + 2, width, height)
     pad_to = max(args.batches) if args.compile else None  # one shape for the compiled stages
     cuda = torch.device(args.device).type == "cuda"
     name = torch.cuda.get_device_name() if cuda else "CPU"
     print(
-        f"lockstep, super_dimp geometry on {name}, torch {torch.__version__}, {torch.get_num_threads()} threads"
+        f"lockstep, {args.geometry} geometry on {name}, torch {torch.__version__}, {torch.get_num_threads()} threads"
     )
     fps: dict[int, list[float]] = {b: [] for b in args.batches}
     for r in range(args.rounds):
@@ -197,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["runner", "lockstep"], default="runner")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--geometry", choices=sorted(KWDS), default="super_dimp")
+    ap.add_argument("--geometry", choices=[*sorted(KWDS), TINY], default="super_dimp")
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 4, 16, 64])
     ap.add_argument("--sequences", type=int, default=128)
     ap.add_argument(
@@ -221,9 +227,13 @@ def main(argv: list[str] | None = None) -> None:
         folder = Path(tmp)
         start = time.perf_counter()
         names = write_dataset(folder / "data", args.sequences, args.frames, width, height)
-        seed, state = tracker_golden_weights(args.geometry)
-        src = write_pytracking_checkpoint(folder / "src.pth.tar", state, KWDS[args.geometry])
-        ckpt = convert(src, folder / "net.pth.tar", args.geometry)
+        if args.geometry == TINY:
+            seed = 0
+            ckpt = write_tiny_checkpoint(folder / "net.pth.tar", crop_size=SETTINGS[TINY]().data.crop_size)
+        else:
+            seed, state = tracker_golden_weights(args.geometry)
+            src = write_pytracking_checkpoint(folder / "src.pth.tar", state, KWDS[args.geometry])
+            ckpt = convert(src, folder / "net.pth.tar", args.geometry)
         overrides = tuple(f"{k}={v}" for k, v in {**OPEN, "seed": seed}.items())
         spec = TrackerSpec(
             "dimp", args.geometry, str(ckpt), args.device, overrides=overrides, name_in_results="bench"
