@@ -62,11 +62,13 @@ def run_lockstep(
     batch: int,
     record: Callable[[Outcome], None],
     failure: Callable[[str, BaseException, str | None], Outcome],
+    frames_done: Callable[[int], None] | None = None,
     readers: int = 8,
 ) -> None:
     """Track the sequences ``names`` of ``dataset`` ``batch`` at a time and write each one's results to
     ``folder`` as it finishes; ``record`` gets every sequence's outcome, ``failure(name, error, traceback
-    text or None for the current one)`` makes a failed one's (it re-raises with ``spec.debug``). ``readers`` threads read frames ahead."""
+    text or None for the current one)`` makes a failed one's (it re-raises with ``spec.debug``);
+    ``frames_done(n)`` is told the frames of each step (for progress shown between sequence ends). ``readers`` threads read frames ahead."""
     from pytracking.evaluation.runner import start_sequence  # the one-at-a-time runner's first frame
 
     queue = iter(names)
@@ -129,6 +131,8 @@ def run_lockstep(
                     fill(pool)
                     continue
                 seconds = (time.perf_counter() - start) / len(ready)
+                if frames_done is not None:
+                    frames_done(len(ready))
                 for (slot, _), box in zip(ready, out, strict=True):
                     slot.boxes[slot.next_index] = box
                     slot.times[slot.next_index] = seconds

@@ -223,8 +223,23 @@ def run_dataset(
         from pytracking.evaluation.lockstep import run_lockstep
 
         _setup(spec, dataset, folder, None)
+        tracked = [0, time.monotonic()]  # frames so far, last refresh
+
+        def frames_done(n: int) -> None:  # all slots may take minutes to finish a sequence: show frames
+            tracked[0] += n
+            if time.monotonic() - tracked[1] > 0.5:
+                tracked[1] = time.monotonic()
+                bar.set_postfix_str(f"{tracked[0]} frames")
+
         run_lockstep(
-            spec, _WORKER["dataset"], todo, folder, batch=batch, record=record, failure=_lockstep_failure
+            spec,
+            _WORKER["dataset"],
+            todo,
+            folder,
+            batch=batch,
+            record=record,
+            failure=_lockstep_failure,
+            frames_done=frames_done,
         )
     elif threads == 1 or len(todo) <= 1:
         _setup(spec, dataset, folder, None)
