@@ -101,13 +101,11 @@ def track_frames(
         if todo:
             starts = [trackers[i].refine_start(crops[i]) for i in todo]
             device = lead.device
-            if len(todo) == n:
-                sub = feats
-                modulation = tuple(_stack([t.modulation[k] for t in trackers]) for k in range(2))
-            else:
+            modulation = tuple(_stack([trackers[i].modulation[k] for i in todo]) for k in range(2))
+            sub = feats  # the refined trackers' backbone features (all of them: no copy)
+            if len(todo) < n:
                 index = torch.tensor(todo, device=device)
                 sub = {k: v.index_select(0, index) for k, v in feats.items()}
-                modulation = tuple(_stack([trackers[i].modulation[k] for i in todo]) for k in range(2))
             modulated = stages.box_features(sub, modulation)  # type: ignore[arg-type]
             results = refine_boxes(
                 lambda boxes: stages.box_score(modulated, boxes),
