@@ -27,7 +27,6 @@ import numpy as np
 from ltr.dataset.base import Sequence, SequenceDataset
 from pytracking.evaluation.results import write_sequence_results
 from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker, tracker_params
-from pytracking.tracker.dimp.frames import check_frame_size
 from pytracking.tracker.dimp.lockstep import track_frames
 
 Outcome = tuple[str, Any]  # (sequence name, None or a runner.Failure)
@@ -46,13 +45,6 @@ class _Slot:
     pending: Future | None = None
 
 
-def _read_frame(sequence: Sequence, index: int, size: tuple[int, int]) -> np.ndarray:
-    frame = sequence.frame(index)
-    source = str(sequence.frame_paths[index]) if sequence.frame_paths is not None else None
-    check_frame_size(frame, size, index=index, source=source)
-    return frame
-
-
 def run_lockstep(
     spec: TrackerSpec,
     dataset: SequenceDataset,
@@ -69,7 +61,7 @@ def run_lockstep(
     ``folder`` as it finishes; ``record`` gets every sequence's outcome, ``failure(name, error, traceback
     text or None for the current one)`` makes a failed one's (it re-raises with ``spec.debug``);
     ``frames_done(n)`` is told the frames of each step (for progress shown between sequence ends). ``readers`` threads read frames ahead."""
-    from pytracking.evaluation.runner import start_sequence  # the one-at-a-time runner's first frame
+    from pytracking.evaluation.runner import read_frame, start_sequence  # the one-at-a-time runner's rules
 
     queue = iter(names)
     slots: list[_Slot] = []
@@ -91,7 +83,7 @@ def run_lockstep(
             if len(sequence) == 1:
                 finish(slot)
                 continue
-            slot.pending = pool.submit(_read_frame, sequence, 1, size)
+            slot.pending = pool.submit(read_frame, sequence, 1, size)
             slots.append(slot)
 
     def finish(slot: _Slot) -> None:
@@ -118,7 +110,7 @@ def run_lockstep(
             for slot, _ in ready:  # read the next frames while the device tracks these
                 following = slot.next_index + 1
                 if following < len(slot.sequence):
-                    slot.pending = pool.submit(_read_frame, slot.sequence, following, slot.size)
+                    slot.pending = pool.submit(read_frame, slot.sequence, following, slot.size)
             if ready:
                 start = time.perf_counter()
                 try:

@@ -83,8 +83,13 @@ class RunReport:
     failed: list[Failure] = field(default_factory=list)
 
 
-def _frame_source(sequence: Sequence, index: int) -> str | None:
-    return str(sequence.frame_paths[index]) if sequence.frame_paths is not None else None
+def read_frame(sequence: Sequence, index: int, size: tuple[int, int]) -> np.ndarray:
+    """Frame ``index`` of ``sequence``; :class:`FrameSizeError` (naming the frame and its file) unless its
+    (w, h) is ``size``, the first frame's."""
+    frame = sequence.frame(index)
+    source = str(sequence.frame_paths[index]) if sequence.frame_paths is not None else None
+    check_frame_size(frame, size, index=index, source=source)
+    return frame
 
 
 def start_sequence(
@@ -121,8 +126,7 @@ def track_sequence(tracker: Any, sequence: Sequence, *, view: Any = None) -> tup
     if view is not None:
         view.show(frame, boxes[0], sequence=sequence.name, frame_index=0)
     for i in range(1, len(sequence)):
-        frame = sequence.frame(i)
-        check_frame_size(frame, size, index=i, source=_frame_source(sequence, i))
+        frame = read_frame(sequence, i, size)
         start = time.perf_counter()
         boxes[i] = tracker.track(frame)
         times[i] = time.perf_counter() - start
