@@ -1,6 +1,7 @@
 """``params.compile``: the per-frame backbone, classifier feature head and box score through torch.compile (real
 Inductor, real C++ compiler), the same boxes as eager, and a warned eager fallback when the toolchain fails."""
 
+import dataclasses
 import gc
 import warnings
 import weakref
@@ -84,31 +85,17 @@ def test_a_compiled_stage_lives_and_dies_with_its_module():
 @pytest.mark.slow
 def test_compiled_stages_in_lockstep_give_each_sequence_its_eager_boxes_alone():
     """Lockstep with ``compile``: the crops are padded to the batch size, so the compiled stages see one shape
-    while sequences of different lengths end and the batch thins out."""
-    from pytracking.tracker.dimp.lockstep import track_frames
+    while sequences of different lengths join and end and the batch thins out."""
+    from tests.tracker.test_lockstep import alone, in_lockstep, lockstep_videos
 
-    rng = np.random.default_rng(7)
-    lengths = [5, 3, 4]
-    videos = [[random_frame(rng, 96, 128) for _ in range(n)] for n in lengths]
-    inits = [[50.0, 30.0, 24.0, 20.0], [20.0, 40.0, 18.0, 18.0], [70.0, 50.0, 20.0, 26.0]]
+    videos = lockstep_videos()
     loaded = random_network("nce_plus_tiny", crop_size=64)
-    eager = []
-    for video, init in zip(videos, inits, strict=True):
-        tracker = DiMPTracker(
-            loaded.net, loaded.geometry, DiMPParams(train_setting="nce_plus_tiny", **OPENED)
-        )
-        tracker.initialize(video[0], init)
-        eager.append(np.stack([tracker.track(f) for f in video[1:]]))
-    params = DiMPParams(train_setting="nce_plus_tiny", compile=True, **OPENED)
-    trackers = [DiMPTracker(loaded.net, loaded.geometry, params) for _ in videos]
-    for tracker, video, init in zip(trackers, videos, inits, strict=True):
-        tracker.initialize(video[0], init)
-    boxes = [[] for _ in videos]
-    for k in range(1, max(lengths)):
-        busy = [i for i, n in enumerate(lengths) if k < n]
-        out = track_frames([trackers[i] for i in busy], [videos[i][k] for i in busy], pad_to=len(videos))
-        for i, box in zip(busy, out, strict=True):
-            boxes[i].append(box)
+    eager = DiMPParams(train_setting="nce_plus_tiny", **OPENED)
+    compiled = dataclasses.replace(eager, compile=True)
+    together = in_lockstep(loaded, compiled, videos, pad_to=len(videos))
     assert compiled_stage(loaded.net.backbone, "backbone").compiled
-    for together, alone in zip(boxes, eager, strict=True):
-        np.testing.assert_allclose(np.stack(together), alone, rtol=0, atol=1e-3)
+    for (video, init, _), boxes in zip(videos, together, strict=True):
+        single = alone(loaded, eager, video, init)
+        np.testing.assert_allclose(
+            np.stack([b for b, _ in boxes]), np.stack([b for b, _ in single]), rtol=0, atol=1e-3
+        )

@@ -44,6 +44,11 @@ SEQUENCES = [
 ]
 
 
+def lockstep_videos() -> list[tuple[list[np.ndarray], list[float], int]]:
+    """(frames, first box, joining step) of every sequence of :data:`SEQUENCES`."""
+    return [(*smooth_video(seed, n, h, w), join) for seed, n, h, w, join in SEQUENCES]
+
+
 def tracker(loaded, params: DiMPParams) -> DiMPTracker:
     return DiMPTracker(loaded.net, loaded.geometry, params)
 
@@ -53,13 +58,14 @@ def alone(loaded, params, video, init):
     t.initialize(video[0], init)
     out = []
     for frame in video[1:]:
-        out.append(t.track(frame))
-        out[-1] = (out[-1], t.debug_info["state"])
+        box = t.track(frame)
+        out.append((box, t.debug_info["state"]))
     return out
 
 
-def in_lockstep(loaded, params, videos):
-    """Every sequence joins at its step; each step advances all joined, unfinished sequences by one frame."""
+def in_lockstep(loaded, params, videos, pad_to=None):
+    """Every sequence joins at its step; each step advances all joined, unfinished sequences by one frame
+    (``pad_to``: that of :func:`track_frames`)."""
     trackers = [tracker(loaded, params) for _ in videos]
     results = [[] for _ in videos]
     next_frame = [1] * len(videos)
@@ -69,7 +75,9 @@ def in_lockstep(loaded, params, videos):
             if join == step:
                 trackers[i].initialize(video[0], init)
         busy = [i for i, (video, _, join) in enumerate(videos) if join <= step and next_frame[i] < len(video)]
-        boxes = track_frames([trackers[i] for i in busy], [videos[i][0][next_frame[i]] for i in busy])
+        boxes = track_frames(
+            [trackers[i] for i in busy], [videos[i][0][next_frame[i]] for i in busy], pad_to=pad_to
+        )
         for i, box in zip(busy, boxes):
             results[i].append((box, trackers[i].debug_info["state"]))
             next_frame[i] += 1
@@ -94,10 +102,7 @@ def in_lockstep(loaded, params, videos):
 def test_each_sequence_gets_its_boxes_tracked_alone(options):
     loaded = random_network("nce_plus_tiny", crop_size=64)
     params = DiMPParams(train_setting="nce_plus_tiny", **options)
-    videos = []
-    for seed, frames, height, width, join in SEQUENCES:
-        video, init = smooth_video(seed, frames, height, width)
-        videos.append((video, init, join))
+    videos = lockstep_videos()
     batched = in_lockstep(loaded, params, videos)
     states = set()
     for (video, init, _), together in zip(videos, batched, strict=True):
@@ -152,10 +157,7 @@ def test_on_cuda_each_sequence_gets_its_boxes_tracked_alone():
     default on recent cards): the boxes agree to the GPU's rounding, carried through a few frames."""
     loaded = random_network("nce_plus_tiny", device="cuda", crop_size=64)
     params = DiMPParams(train_setting="nce_plus_tiny", **OPENED)
-    videos = []
-    for seed, frames, height, width, join in SEQUENCES:
-        video, init = smooth_video(seed, frames, height, width)
-        videos.append((video, init, join))
+    videos = lockstep_videos()
     batched = in_lockstep(loaded, params, videos)
     worst = 0.0
     for (video, init, _), together in zip(videos, batched, strict=True):
