@@ -32,6 +32,19 @@ def _photo(h: int = 120, w: int = 160) -> np.ndarray:
     return cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC)
 
 
+def bilinear(photo: np.ndarray, x: float, y: float) -> np.ndarray:
+    """The photo's colour at pixel-index coordinates (x, y), bilinearly interpolated (the expected pixel)."""
+    x0, y0 = int(np.floor(x)), int(np.floor(y))
+    fx, fy = x - x0, y - y0
+    p = photo.astype(np.float64)
+    return (
+        p[y0, x0] * (1 - fx) * (1 - fy)
+        + p[y0, x0 + 1] * fx * (1 - fy)
+        + p[y0 + 1, x0] * (1 - fx) * fy
+        + p[y0 + 1, x0 + 1] * fx * fy
+    )
+
+
 def test_pure_pan_shifts_pixels_and_box_by_the_pan():
     photo = _photo()
     origins = np.array([[10.0, 20.0], [17.0, 20.0], [17.0, 15.0]])
@@ -55,16 +68,7 @@ def test_zoom_maps_box_corners_through_the_camera():
     # Frame pixel centre (x + 0.5) shows the photo at origin + scale * (x + 0.5): check one interior point.
     x, y = 41, 31  # continuous (41.5, 31.5) -> photo (51.25, 41.0) -> between pixel centres 50.5 / 51.5
     src_x, src_y = origin[0] + scale * (x + 0.5) - 0.5, origin[1] + scale * (y + 0.5) - 0.5
-    x0, y0 = int(np.floor(src_x)), int(np.floor(src_y))
-    fx, fy = src_x - x0, src_y - y0
-    p = photo.astype(np.float64)
-    expected = (
-        p[y0, x0] * (1 - fx) * (1 - fy)
-        + p[y0, x0 + 1] * fx * (1 - fy)
-        + p[y0 + 1, x0] * (1 - fx) * fy
-        + p[y0 + 1, x0 + 1] * fx * fy
-    )
-    np.testing.assert_allclose(frame[y, x], expected, atol=1.0)
+    np.testing.assert_allclose(frame[y, x], bilinear(photo, src_x, src_y), atol=1.0)
 
 
 def test_camera_path_keeps_window_in_photo_and_target_in_frame():
@@ -101,16 +105,7 @@ def test_patch_box_is_the_tight_bound_of_the_drawn_ellipse(angle):
     d = np.array([70.5 - 70.3, 52.5 - 52.6])
     c, s = np.cos(angle), np.sin(angle)
     src = np.array([80.0, 60.0]) + np.array([[c, s], [-s, c]]) @ d / 0.8 - 0.5  # pixel-index coordinates
-    x0, y0 = np.floor(src).astype(int)
-    fx, fy = src - np.floor(src)
-    p = photo.astype(np.float64)
-    expected = (
-        p[y0, x0] * (1 - fx) * (1 - fy)
-        + p[y0, x0 + 1] * fx * (1 - fy)
-        + p[y0 + 1, x0] * (1 - fx) * fy
-        + p[y0 + 1, x0 + 1] * fx * fy
-    )
-    np.testing.assert_allclose(frame[52, 70], expected, atol=1.0)
+    np.testing.assert_allclose(frame[52, 70], bilinear(photo, *src), atol=1.0)
 
 
 def test_sources_table_names_installed_files():
