@@ -21,6 +21,7 @@ from torch import Tensor
 
 from ltr.models.tracking import CLF_LAYER
 from pytracking.tracker.dimp.localize import NOT_FOUND
+from pytracking.tracker.dimp.precision import convolution_precision
 from pytracking.tracker.dimp.refine import RefineResult, refine_boxes
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
 
@@ -74,6 +75,16 @@ def track_frames(
     if len(trackers) != len(frames) or not trackers:
         raise ValueError(f"track_frames needs one frame per tracker, got {len(frames)} for {len(trackers)}")
     check_batchable(trackers)
+    with convolution_precision(trackers[0].params.tf32):
+        return _track_frames(trackers, frames, timer, pad_to)
+
+
+def _track_frames(
+    trackers: Sequence[DiMPTracker],
+    frames: Sequence[np.ndarray | Tensor],
+    timer: StageTimer,
+    pad_to: int | None,
+) -> list[np.ndarray]:
     lead = trackers[0]
     stages, p = lead.stages, lead.params
     n = len(trackers)

@@ -118,6 +118,9 @@ class DiMPParams:
     #: torch.compile the per-frame backbone, classifier feature head and box score (:mod:`.compiled`); falls back to
     #: eager with a warning where compilation fails
     compile: bool = False
+    #: CUDA: let cuDNN's convolutions use TF32 (:mod:`.precision`); off, they run in full float32, so that a
+    #: sequence's boxes do not depend on the batch it was tracked in (``--batch``)
+    tf32: bool = False
     #: who runs the networks (:mod:`.stages`): "torch" (this process's modules), or "onnxruntime" (the models
     #: ``python -m pytracking.export_onnx`` wrote to ``onnx_dir`` for this network and parameter set; CPU)
     backend: Literal["torch", "onnxruntime"] = "torch"
@@ -146,6 +149,8 @@ class DiMPParams:
             raise ValueError(f"DiMPParams.score_window must be in [0, 1], got {self.score_window!r}")
         if self.compile not in (True, False):
             raise ValueError(f"DiMPParams.compile must be True or False, got {self.compile!r}")
+        if self.tf32 not in (True, False):
+            raise ValueError(f"DiMPParams.tf32 must be True or False, got {self.tf32!r}")
         if self.backend not in ("torch", "onnxruntime"):
             raise ValueError(f"DiMPParams.backend must be 'torch' or 'onnxruntime', got {self.backend!r}")
         if self.refine_top_k < 1 or self.num_random_boxes < 0:

@@ -45,6 +45,7 @@ from pytracking.tracker.dimp.lockstep import FrameCrop, track_frames
 from pytracking.tracker.dimp.memory import SampleMemory
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
 from pytracking.tracker.dimp.patches import sample_patch_multiscale
+from pytracking.tracker.dimp.precision import convolution_precision
 from pytracking.tracker.dimp.refine import RefineResult
 from pytracking.tracker.dimp.stages import network_stages
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
@@ -252,7 +253,10 @@ class DiMPTracker:
         validate_frame(frame)
         self._frame_wh = input_frame_wh(frame)
         box = torch.tensor(validate_init_box(box_xywh, self._frame_wh).tolist(), dtype=torch.float32)
-        im = self._image(frame)
+        with convolution_precision(self.params.tf32):
+            self._initialize(self._image(frame), box)
+
+    def _initialize(self, im: Tensor, box: Tensor) -> None:
         geo, p = self.geometry, self.params
         self.generator.manual_seed(p.seed)  # same sequence, same result, also when re-initialised
         self.frame_num = 1
