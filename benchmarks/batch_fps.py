@@ -3,14 +3,14 @@
     python benchmarks/batch_fps.py [--mode runner|lockstep] [--device cpu|cuda]
                                    [--geometry super_dimp|dimp50|nce_plus_tiny]
                                    [--batches 1 4 16 64] [--sequences 128] [--frames 100] [--size 1280x720]
-                                   [--per-slot 16] [--rounds 2] [--threads T] [--compile]
+                                   [--per-slot 16] [--rounds 2] [--threads T] [--compile] [--tf32]
 
 ``--mode lockstep`` times the trackers alone: B trackers of SuperDiMP's geometry (our ``nce_plus`` network,
 ResNet-50 at 352 pixels, random weights; ``super_dimp`` parameters with the thresholds of :data:`OPEN`), or
 with ``--geometry nce_plus_tiny`` of the demo's network (random weights, its own parameters, :data:`OPEN`) are
 initialised on the first frame of one in-memory video (``tracker_fps.make_video`` at ``--size``), advanced
-one frame untimed (``--compile``: with ``compile=true``, crops padded to the largest B, compiled then), then
-``--frames`` frames timed with
+one frame untimed (``--compile``: with ``compile=true``, each B's shapes compiled then), then ``--frames``
+frames timed with
 :func:`pytracking.tracker.dimp.lockstep.track_frames`, all B on the same frame. Printed per B: frames per
 second, the ratio to B = 1 of the same round, the peak GPU memory and the seconds per step of each stage
 (stages are not synchronised with the GPU: a stage that waits for the device carries the work queued
@@ -22,7 +22,8 @@ the dataset is written once to a temporary folder in the ``folder`` layout (JPEG
 [F/2, 3F/2] frames (F = ``--frames``), frames of ``--size`` pixels showing a textured square that moves over
 smooth noise. Every run goes through :func:`pytracking.evaluation.runner.run_dataset`, as ``run_tracker.py``
 does, into a fresh results folder: frames are read from disk and decoded, results files written. B = 1 is
-today's one-at-a-time runner (``track_sequence``); B > 1 the lockstep runner.
+today's one-at-a-time runner (``track_sequence``); B > 1 the lockstep runner. ``--compile`` and ``--tf32`` set
+the trackers' ``compile`` and ``tf32`` parameters.
 
 The network is pytracking's ``dimpnet50`` with the seeded weights of the tracker golden files, converted
 (as ``benchmarks/tracker_fps.py`` uses it), or for ``nce_plus_tiny`` the demo's network with random weights
@@ -163,9 +164,8 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
         raise SystemExit("--mode lockstep times --geometry super_dimp or nce_plus_tiny")
     setting = TINY if args.geometry == TINY else "nce_plus"
     loaded = random_network(setting, device=args.device)
-    params = dataclasses.replace(get_parameters(args.geometry), compile=args.compile, **OPEN)
+    params = dataclasses.replace(get_parameters(args.geometry), compile=args.compile, tf32=args.tf32, **OPEN)
     frames, box = make_video(args.frames + 2, width, height)
-    pad_to = max(args.batches) if args.compile else None  # one shape for the compiled stages
     cuda = torch.device(args.device).type == "cuda"
     name = torch.cuda.get_device_name() if cuda else "CPU"
     print(
@@ -179,13 +179,13 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
             trackers = [DiMPTracker(loaded.net, loaded.geometry, params) for _ in range(b)]
             for t in trackers:
                 t.initialize(frames[0], box)
-            track_frames(trackers, [frames[1]] * b, pad_to=pad_to)
+            track_frames(trackers, [frames[1]] * b)  # compiles B's shapes with --compile
             if cuda:
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
             start = time.perf_counter()
             for frame in frames[2:]:
-                track_frames(trackers, [frame] * b, timer=timer, pad_to=pad_to)
+                track_frames(trackers, [frame] * b, timer=timer)
             fps[b].append(args.frames * b / (time.perf_counter() - start))
             peak = f"{torch.cuda.max_memory_allocated() / 2**30:.2f} GiB" if cuda else "-"
             stages = ", ".join(f"{k} {1000 * v / args.frames:.1f}" for k, v in timer.totals.items())
@@ -213,7 +213,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--per-slot", type=int, default=16, help="batch B tracks up to this x B sequences")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
-    ap.add_argument("--compile", action="store_true", help="lockstep: the trackers with compile=true")
+    ap.add_argument("--compile", action="store_true", help="the trackers with compile=true")
+    ap.add_argument(
+        "--tf32", action="store_true", help="the trackers with tf32=true (CUDA convolutions in TF32)"
+    )
     args = ap.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     if 1 not in args.batches:
@@ -234,7 +237,8 @@ def main(argv: list[str] | None = None) -> None:
             seed, state = tracker_golden_weights(args.geometry)
             src = write_pytracking_checkpoint(folder / "src.pth.tar", state, KWDS[args.geometry])
             ckpt = convert(src, folder / "net.pth.tar", args.geometry)
-        overrides = tuple(f"{k}={v}" for k, v in {**OPEN, "seed": seed}.items())
+        runtime = {"compile": args.compile, "tf32": args.tf32}
+        overrides = tuple(f"{k}={v}" for k, v in {**OPEN, "seed": seed, **runtime}.items())
         spec = TrackerSpec(
             "dimp", args.geometry, str(ckpt), args.device, overrides=overrides, name_in_results="bench"
         )
@@ -246,8 +250,10 @@ def main(argv: list[str] | None = None) -> None:
             f"{width}x{height} (written in {time.perf_counter() - start:.0f} s); B tracks {args.per_slot} x B",
             flush=True,
         )
-        # warm-up: the device's kernels and allocator, one short sequence at the largest batch
-        run_once(spec, folder / "data", names[:1], max(args.batches), folder / "warmup")
+        # warm-up: the device's kernels and allocator, one short sequence at the largest batch (--compile: at
+        # every batch, which compiles its shapes)
+        for b in args.batches if args.compile else [max(args.batches)]:
+            run_once(spec, folder / "data", names[:b], b, folder / f"warmup{b}")
         runs: dict[int, list[Run]] = {b: [] for b in args.batches}
         for r in range(args.rounds):
             order = sorted(args.batches) if r % 2 == 0 else sorted(args.batches, reverse=True)
