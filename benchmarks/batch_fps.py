@@ -251,9 +251,9 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
         # warm-up: the device's kernels and allocator, one short sequence at the largest batch (--compile: at
-        # every batch, which compiles its shapes)
+        # every batch, whose crops are padded to it, so that its shapes are compiled)
         for b in args.batches if args.compile else [max(args.batches)]:
-            run_once(spec, folder / "data", names[:b], b, folder / f"warmup{b}")
+            run_once(spec, folder / "data", names[:1], b, folder / f"warmup{b}")
         runs: dict[int, list[Run]] = {b: [] for b in args.batches}
         for r in range(args.rounds):
             order = sorted(args.batches) if r % 2 == 0 else sorted(args.batches, reverse=True)
