@@ -250,10 +250,12 @@ def main(argv: list[str] | None = None) -> None:
             f"{width}x{height} (written in {time.perf_counter() - start:.0f} s); B tracks {args.per_slot} x B",
             flush=True,
         )
-        # warm-up: the device's kernels and allocator, one short sequence at the largest batch (--compile: at
-        # every batch, whose crops are padded to it, so that its shapes are compiled)
-        for b in args.batches if args.compile else [max(args.batches)]:
-            run_once(spec, folder / "data", names[:1], b, folder / f"warmup{b}")
+        # warm-up: the device's kernels and allocator, one short sequence at the largest batch; --compile: B
+        # sequences at every batch B, so that its padded crops and the refinement's sizes as sequences end
+        # (1..B trackers) are compiled before the timed runs
+        warmups = [(b, b) for b in args.batches] if args.compile else [(max(args.batches), 1)]
+        for b, sequences in warmups:
+            run_once(spec, folder / "data", names[:sequences], b, folder / f"warmup{b}")
         runs: dict[int, list[Run]] = {b: [] for b in args.batches}
         for r in range(args.rounds):
             order = sorted(args.batches) if r % 2 == 0 else sorted(args.batches, reverse=True)
