@@ -3,8 +3,9 @@
 Each slot holds one sequence with its own tracker; every step loads the next frame of every busy slot and
 advances all their trackers by :func:`pytracking.tracker.dimp.lockstep.track_frames` (network calls
 batched). A slot whose sequence ends (or fails) is refilled with the next sequence at once, so sequences
-of any lengths keep the batch full until the dataset runs out. Frames are read ahead by a thread pool while
-the device works.
+of any lengths keep the batch full until the dataset runs out. Sequences start longest first: the batch then
+stays full almost to the end (the shortest fill the last gaps), where in the dataset's order one long
+sequence started late can end the run alone. Frames are read ahead by a thread pool while the device works.
 
 Outcomes are those of one sequence at a time (:func:`.runner.track_sequence`): the same boxes up to float
 rounding, the same result files, the same one-line data errors. A frame's time is its step's seconds divided
@@ -63,17 +64,22 @@ def run_lockstep(
     ``frames_done(n)`` is told the frames of each step (for progress shown between sequence ends). ``readers`` threads read frames ahead."""
     from pytracking.evaluation.runner import read_frame, start_sequence  # the one-at-a-time runner's rules
 
-    queue = iter(names)
+    opened: list[tuple[str, Sequence]] = []
+    for name in names:  # sequences hold paths and boxes, frames are read later: cheap to open all first
+        try:
+            opened.append((name, dataset.get_sequence(name)))
+        except Exception as err:  # noqa: BLE001 - data error or bug: the runner's rules decide
+            record(failure(name, err, None))
+    queue = iter(sorted(opened, key=lambda o: len(o[1]), reverse=True))  # longest first; ties: names' order
     slots: list[_Slot] = []
     pad_to = batch if tracker_params(spec).compile else None  # one input shape for torch.compile
 
     def fill(pool: ThreadPoolExecutor) -> None:
         while len(slots) < batch:
-            name = next(queue, None)
+            name, sequence = next(queue, (None, None))
             if name is None:
                 return
             try:
-                sequence = dataset.get_sequence(name)
                 tracker = build_tracker(spec)
                 boxes, times, size, _ = start_sequence(tracker, sequence)
             except Exception as err:  # noqa: BLE001 - data error or bug: the runner's rules decide

@@ -318,3 +318,32 @@ def test_batch_is_refused_for_baselines_and_the_onnxruntime_backend(tree, capsys
     assert capsys.readouterr().err.strip() == (
         "error: --batch: the onnxruntime backend tracks one sequence at a time"
     )
+
+
+def test_lockstep_starts_the_longest_sequences_first(tree, tmp_path):
+    """Sequences of 2, 3 and 9 frames in two slots: the 9-frame one starts at once and the short ones share
+    the other slot, 8 steps in all (in the dataset's order the 9-frame one would start last: 9 steps)."""
+    from pytracking.evaluation.lockstep import run_lockstep
+    from pytracking.evaluation.runner import DatasetSpec
+    from pytracking.evaluation.tracker_spec import TrackerSpec, prepare_spec
+
+    _, ckpt, _ = tree
+    root = tmp_path / "lengths"
+    for name, n in (("a", 2), ("b", 3), ("c", 9)):
+        make_folder_sequence(root, name, [[3.0, 2.0, 6.0, 5.0]] * n)
+    spec, _ = prepare_spec(TrackerSpec("dimp", "nce_plus_tiny", str(ckpt), "cpu"))
+    outcomes, steps = [], []
+    run_lockstep(
+        spec,
+        DatasetSpec("folder", str(root)).open(),
+        ["a", "b", "c"],
+        tmp_path / "out",
+        batch=2,
+        record=outcomes.append,
+        failure=lambda name, err, text: (name, err),
+        frames_done=steps.append,
+    )
+    assert steps == [2, 2, 2, 1, 1, 1, 1, 1]
+    assert outcomes == [("b", None), ("a", None), ("c", None)]
+    for name, n in (("a", 2), ("b", 3), ("c", 9)):
+        assert read_result_file(tmp_path / "out" / f"{name}.txt").shape == (n, 4)
