@@ -90,7 +90,7 @@ def in_lockstep(loaded, params, videos, pad_to=None):
     [
         # a not-found threshold inside this random network's score range: some frames are not found (and
         # not refined) while others in the same step are
-        {"target_not_found_threshold": 0.34},
+        {"target_not_found_threshold": 0.52},
         OPENED,
         {**OPENED, "refine": False},
         {**OPENED, "refine_mode": "s1", "refine_decay": 0.5},
