@@ -24,10 +24,16 @@ def test_parameter_sets_load(name):
     assert p.augmentation.num_samples == 15
     assert p.refine and p.refine_mode == "plain"
     # the tiny sets' localisation values were chosen on the synthetic val split; the others keep pytracking's
-    assert p.target_not_found_threshold == {"nce_plus_tiny": 0.05, "prdimp50": 0.04}.get(name, 0.25)
+    assert p.target_not_found_threshold == (0.05 if "tiny" in name else {"prdimp50": 0.04}.get(name, 0.25))
     assert p.score_window == (1.0 if "tiny" in name else 0.0)
     assert p.hard_negative_threshold == (0.2 if "tiny" in name else 0.5)
     assert p.displacement_scale == (0.5 if "tiny" in name else 0.8)
+
+
+def test_the_longer_tiny_recipe_tracks_with_the_demo_values_and_its_own_checkpoints():
+    tiny, long = get_parameters("nce_plus_tiny"), get_parameters("nce_plus_tiny_long")
+    assert long.train_setting == "nce_plus_tiny_long"
+    assert dataclasses.replace(long, train_setting="nce_plus_tiny") == tiny
 
 
 def test_reference_sets_hold_pytrackings_values():

@@ -43,9 +43,30 @@ def _flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def test_dimp_is_a_registered_module_with_the_five_settings():
+def test_dimp_is_a_registered_module_with_the_six_settings():
     assert MODULES["dimp"].__name__ == "ltr.train_settings.dimp"
-    assert MODULES["dimp"].SETTINGS.names == ("nce_plus", "kld_is", "nce", "ml_is", "nce_plus_tiny")
+    assert MODULES["dimp"].SETTINGS.names == (
+        "nce_plus",
+        "kld_is",
+        "nce",
+        "ml_is",
+        "nce_plus_tiny",
+        "nce_plus_tiny_long",
+    )
+
+
+def test_the_longer_tiny_recipe_differs_only_in_length_and_training_videos():
+    tiny, long = _flat(to_dict(SETTINGS["nce_plus_tiny"]())), _flat(to_dict(SETTINGS["nce_plus_tiny_long"]()))
+    changed = {k for k in tiny.keys() | long.keys() if tiny.get(k) != long.get(k)}
+    assert changed == {
+        "trainer.epochs",
+        "trainer.lr_step",
+        "dataset_options.synthetic:train.num_sequences",
+        "dataset_options.synthetic.target_size",
+    }
+    assert (long["trainer.epochs"], long["trainer.lr_step"]) == (45, 32)
+    assert long["dataset_options.synthetic:train.num_sequences"] == 3200
+    assert tuple(long["dataset_options.synthetic.target_size"]) == (0.09, 0.45)
 
 
 def test_nce_plus_has_the_paper_values():

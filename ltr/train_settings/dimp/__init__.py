@@ -1,4 +1,5 @@
-"""DiMP train settings: the paper's DiMP-NCE+ and its box-loss variants, plus a CPU-sized one.
+"""DiMP train settings: the paper's DiMP-NCE+ and its box-loss variants, plus a CPU-sized one
+(``nce_plus_tiny``, the demo's) and its longer recipe (``nce_plus_tiny_long``).
 
 ``python ltr/run_training.py dimp <setting>``; settings are in one small module each, deriving from
 :mod:`ltr.train_settings.dimp.base`.
@@ -21,6 +22,7 @@ SETTINGS: Registry[Callable[[], DiMPTrainConfig]] = Registry(
         "nce": "ltr.train_settings.dimp.nce:config",
         "ml_is": "ltr.train_settings.dimp.ml_is:config",
         "nce_plus_tiny": "ltr.train_settings.dimp.nce_plus_tiny:config",
+        "nce_plus_tiny_long": "ltr.train_settings.dimp.nce_plus_tiny_long:config",
     },
 )
 

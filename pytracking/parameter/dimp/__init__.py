@@ -3,10 +3,11 @@
 ``dimp50``, ``super_dimp``, ``prdimp50``: pytracking's trained models, value for value (their networks come
 from pytracking's files through ``python -m ltr.admin.import_pytracking``; pass ``--net``).
 ``nce_plus`` (the paper's DiMP-NCE+), ``kld_is``, ``nce``, ``ml_is`` (same runtime, networks trained with
-those box losses) and ``nce_plus_tiny`` (the CPU-sized network); with ``--net`` any of them runs any
-checkpoint. Ablations are ``key=value`` overrides of a set (``run_tracker.py``): ``refine=false`` (no box
-refinement), ``refine_mode=s1 refine_decay=0.5`` (the paper's Algorithm S1 instead of the fixed-step ascent). The crop
-geometry is not here: it comes from the network's saved train config.
+those box losses), ``nce_plus_tiny`` (the CPU-sized network) and ``nce_plus_tiny_long`` (the same network,
+trained longer); with ``--net`` any of them runs any checkpoint. Ablations are ``key=value`` overrides of a
+set (``run_tracker.py``): ``refine=false`` (no box refinement), ``refine_mode=s1 refine_decay=0.5`` (the
+paper's Algorithm S1 instead of the fixed-step ascent). The crop geometry is not here: it comes from the
+network's saved train config.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ PARAMETERS: Registry[Callable[[], DiMPParams]] = Registry(
         "nce": "pytracking.parameter.dimp.nce:parameters",
         "ml_is": "pytracking.parameter.dimp.ml_is:parameters",
         "nce_plus_tiny": "pytracking.parameter.dimp.nce_plus_tiny:parameters",
+        "nce_plus_tiny_long": "pytracking.parameter.dimp.nce_plus_tiny_long:parameters",
     },
 )
 
