@@ -42,7 +42,7 @@ def test_parameter_set_for_another_kind_of_network_is_a_warning(tmp_path):
         "parameter set 'nce_plus' is tuned for the resnet50 (width 64, 512 classifier channels) network of "
         "dimp/nce_plus, but random holds a resnet18 (width 16, 32 classifier channels) network "
         "(dimp/nce_plus_tiny): its thresholds may not fit this network's scores (the box may never move); "
-        "parameter sets tuned for it: nce_plus_tiny"
+        "parameter sets tuned for it: nce_plus_tiny, nce_plus_tiny_long"
     )
     spec, warnings = prepare_spec(
         TrackerSpec("dimp", "nce_plus", str(write_tiny_checkpoint(tmp_path / "t")), "cpu")

@@ -119,7 +119,7 @@ def test_init_box_outside_the_frame_and_parameter_set_warning(tmp_path, capsys):
     assert main([*argv, "--init", "10,10,12,10"]) == 0
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("warning: parameter set 'nce_plus' is tuned for the resnet50")
-    assert err[0].endswith("parameter sets tuned for it: nce_plus_tiny")
+    assert err[0].endswith("parameter sets tuned for it: nce_plus_tiny, nce_plus_tiny_long")
 
 
 def test_unwritable_save_path_is_one_error_line(tmp_path, capsys):
