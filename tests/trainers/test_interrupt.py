@@ -20,6 +20,16 @@ from tests.trainers.test_dimp_settings import SMALL
 from tests.trainers.toy import SETTING, build
 
 
+@pytest.fixture(autouse=True)
+def python_sigint_handler():
+    """Python's own SIGINT handler, which turns Ctrl-C into KeyboardInterrupt. A test run started in the
+    background by a non-interactive shell (``make test &``) inherits SIGINT ignored, and Python then installs
+    no handler, so a raised SIGINT would do nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 class CtrlC(Hook):
     """Sends this process a real SIGINT (what Ctrl-C in a terminal does) at one step of one epoch."""
 
