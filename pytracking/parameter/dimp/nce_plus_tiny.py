@@ -1,7 +1,7 @@
 """DiMP-NCE+ with the CPU-sized network of train setting dimp/nce_plus_tiny (its crops come from its
 config); SuperDiMP's runtime values except four localisation values matched to that network, chosen on the
-synthetic val split (``docs/results/2026-11-22-nce-plus-tiny-params.md``) and checked again when the training
-search area became 3 target sizes (``docs/results/2026-11-26-real-footage.md``):
+synthetic val split (``docs/results/2026-11-22-nce-plus-tiny-params.md``; at the training's search area of 3
+target sizes, ``docs/results/2026-11-26-real-footage.md``):
 
 - target-not-found threshold 0.05: the tiny network's peaks are about 0.1-0.25, not about 1;
 - a motion prior on the scores (``score_window=1``): look-alike distractors next to the target often outscore
