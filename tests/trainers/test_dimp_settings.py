@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -62,11 +63,10 @@ def test_the_longer_tiny_recipe_differs_only_in_length_and_training_videos():
         "trainer.epochs",
         "trainer.lr_step",
         "dataset_options.synthetic:train.num_sequences",
-        "dataset_options.synthetic.target_size",
     }
     assert (long["trainer.epochs"], long["trainer.lr_step"]) == (45, 32)
     assert long["dataset_options.synthetic:train.num_sequences"] == 3200
-    assert tuple(long["dataset_options.synthetic.target_size"]) == (0.09, 0.45)
+    assert tuple(tiny["dataset_options.synthetic.target_size"]) == (0.09, 0.45)
 
 
 def test_nce_plus_has_the_paper_values():
@@ -211,3 +211,18 @@ def test_dataset_options_by_name_and_by_split_spec():
     train, val = datasets_from_specs(["synthetic:train", "synthetic:val"], options)
     assert len(train.sequence_names()) == 5 and len(val.sequence_names()) == 3
     assert train.config.num_frames == val.config.num_frames == 20
+
+
+def test_the_demo_recipe_trains_on_targets_up_to_45_percent_of_the_frame():
+    from ltr.dataset.registry import datasets_from_specs
+
+    cfg = SETTINGS["nce_plus_tiny"]()
+    sets = datasets_from_specs([*cfg.data.datasets, *cfg.data.val_datasets], cfg.dataset_options)
+    assert [d.config.target_size for d in sets] == [(0.09, 0.45)] * 2
+    assert [len(d.sequence_names()) for d in sets] == [200, 20]  # the splits' own sizes
+    default = datasets_from_specs(["synthetic:train"])[0]
+
+    def mean_size(d) -> float:  # sqrt(w h) of the first frame's box, pixels, over 40 videos
+        return float(np.mean([np.sqrt(np.prod(d.scene(n).boxes[0, 2:])) for n in d.sequence_names()[:40]]))
+
+    assert mean_size(sets[0]) > 1.3 * mean_size(default)  # uniform means 0.27 against 0.165

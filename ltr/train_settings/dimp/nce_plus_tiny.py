@@ -5,7 +5,8 @@ quarter-width ResNet-18 trained from scratch (nothing frozen), 128-pixel crops (
 synthetic ``train`` / ``val`` splits, NCE+ with the paper's M = 128 candidates and beta 0.1. The search area
 is 3 target sizes, not SuperDiMP's 6: in a 128-pixel crop the target then spans 2.7 feature cells instead of
 1.3 (SuperDiMP's 352-pixel crops give it 3.7), and the centre jitters shrink in proportion, so the target
-stays as far inside the crop as in SuperDiMP's samples. Learning rates
+stays as far inside the crop as in SuperDiMP's samples. Training targets span up to 45% of the frame's
+size (the generator's default: 24%), the sizes real footage has. Learning rates
 are higher than the paper's, which fine-tunes an ImageNet backbone, and gradients are clipped to a global
 norm of 40 (``trainer.grad_clip``): unclipped, rare gradient spikes made the tracker's quality vary widely
 over training seeds (``docs/results/2026-11-22-nce-plus-tiny-recipe.md``). Everything else follows the base.
@@ -21,6 +22,7 @@ from ltr.trainers import TrainerConfig
 
 CROP = 128  # 8 x 8 classifier features at stride 16
 SEARCH_AREA = 3.0  # crop side / target side (SuperDiMP: 6)
+TARGET_SIZE = (0.09, 0.45)  # sqrt(w h) / sqrt(W H) of the synthetic targets (generator default 0.09-0.24)
 
 
 def config() -> DiMPTrainConfig:
@@ -45,5 +47,5 @@ def config() -> DiMPTrainConfig:
         data=data,
         trainer=TrainerConfig(epochs=10, lr_step=7, lr_gamma=0.2, val_every=2, grad_clip=40.0),
         lr=LRConfig(initializer=2e-4, optimizer=1e-3, feature_head=5e-4, box_head=3e-3, backbone=5e-4),
-        dataset_options={},
+        dataset_options={"synthetic": {"target_size": list(TARGET_SIZE)}},
     )
