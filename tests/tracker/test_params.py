@@ -28,6 +28,9 @@ def test_parameter_sets_load(name):
     assert p.score_window == (1.0 if "tiny" in name else 0.0)
     assert p.hard_negative_threshold == (0.2 if "tiny" in name else 0.5)
     assert p.displacement_scale == (0.5 if "tiny" in name else 0.8)
+    # box refinement: DiMP-50's own; the tiny sets stop SuperDiMP's ascent after 5 steps (val split too)
+    expected = {"dimp50": (5, 1.0, "default")}.get(name, (5 if "tiny" in name else 10, 2.5e-3, "relative"))
+    assert (p.refine_iters, p.refine_step, p.refine_space) == expected
 
 
 def test_the_longer_tiny_recipe_tracks_with_the_demo_values_and_its_own_checkpoints():

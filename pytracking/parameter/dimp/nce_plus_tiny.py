@@ -1,13 +1,16 @@
 """DiMP-NCE+ with the CPU-sized network of train setting dimp/nce_plus_tiny (its crops come from its
-config); SuperDiMP's runtime values except four localisation values matched to that network, chosen on the
-synthetic val split (``docs/results/2026-11-22-nce-plus-tiny-params.md``; at the training's search area of 3
+config); SuperDiMP's runtime values except four localisation values and the box refinement's length,
+matched to that network and chosen on the synthetic val split
+(``docs/results/2026-11-22-nce-plus-tiny-params.md``; at the training's search area of 3
 target sizes, ``docs/results/2026-11-26-real-footage.md``):
 
 - target-not-found threshold 0.05: the tiny network's peaks are about 0.1-0.25, not about 1;
 - a motion prior on the scores (``score_window=1``): look-alike distractors next to the target often outscore
   it with this network;
 - a second peak is a hard negative from 0.2 (not 0.5) times the first, and is taken as the target only within
-  0.5 (not 0.8) times half the score map of the previous position.
+  0.5 (not 0.8) times half the score map of the previous position;
+- box refinement stops after 5 steps of SuperDiMP's length (not 10): longer ascents let this network's
+  boxes drift in size.
 """
 
 from __future__ import annotations
@@ -22,4 +25,5 @@ def parameters() -> DiMPParams:
         score_window=1.0,
         hard_negative_threshold=0.2,
         displacement_scale=0.5,
+        refine_iters=5,
     )

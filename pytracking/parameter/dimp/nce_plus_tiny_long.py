@@ -1,5 +1,5 @@
 """``nce_plus_tiny``'s runtime values for the network of train setting ``dimp/nce_plus_tiny_long`` (the same
-network, trained longer on larger targets), whose latest checkpoint is then the default ``--net``."""
+network, trained longer on more videos), whose latest checkpoint is then the default ``--net``."""
 
 from __future__ import annotations
 
