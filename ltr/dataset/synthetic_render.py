@@ -37,6 +37,7 @@ from ltr.dataset.synthetic_texture import (
 
 _NOISE_PAD = 32
 _NOISE_SEED = 20201
+_LUMA = np.array([0.299, 0.587, 0.114], np.float32)  # ITU-R BT.601 weights, as cv2's grey conversion
 
 
 @dataclass
@@ -65,20 +66,41 @@ def build_assets(scene: Scene) -> Assets:
         margin += int(np.ceil(0.5 * max(cfg.width, cfg.height) * (np.exp(NATURAL_ZOOM) - 1.0)))
         h, w = cfg.height + 2 * margin, cfg.width + 2 * margin
         background = (natural_background(rng, h, w) * 255.0 + 0.5).astype(np.uint8)
+        photo, photo_tg = None, False
 
         def texture(recipe: dict) -> np.ndarray:
             return (natural_texture(rng, recipe, size) * 255.0 + 0.5).astype(np.uint8)
 
     else:
         h, w = cfg.height + 2 * margin, cfg.width + 2 * margin
-        clutter = int(round(cfg.clutter * cfg.width * cfg.height / (320 * 240)))
-        background = (render_background(rng, h, w, clutter) * 255.0 + 0.5).astype(np.uint8)
+        # Stream 5 decides the photo-like options (three coins, always drawn) and draws their canvases.
+        photo = scene_rng(scene.seed, scene.index, 5)
+        photo_bg, grey_bg, photo_tg = photo.random(3) < (
+            cfg.photo_background,
+            cfg.grey_background,
+            cfg.photo_target,
+        )
+        if photo_bg:
+            canvas = natural_background(photo, h, w)
+        else:
+            clutter = int(round(cfg.clutter * cfg.width * cfg.height / (320 * 240)))
+            canvas = render_background(rng, h, w, clutter)
+        if grey_bg:
+            canvas = np.repeat(canvas @ _LUMA[:, None], 3, axis=2)
+        background = (canvas * 255.0 + 0.5).astype(np.uint8)
 
         def texture(recipe: dict) -> np.ndarray:
             return (render_texture(rng, recipe, size) * 255.0 + 0.5).astype(np.uint8)
 
-    target = texture(scene.target.recipe)
-    distractors = [texture(d.recipe) for d in scene.distractors]
+    if photo_tg:
+        # Target and look-alikes are regions of one natural-statistics image, as parts of one photograph.
+        canvas = (natural_background(photo, 2 * size, 2 * size) * 255.0 + 0.5).astype(np.uint8)
+        corners = photo.integers(0, size + 1, (1 + len(scene.distractors), 2))
+        regions = [np.ascontiguousarray(canvas[y : y + size, x : x + size]) for y, x in corners]
+        target, distractors = regions[0], regions[1:]
+    else:
+        target = texture(scene.target.recipe)
+        distractors = [texture(d.recipe) for d in scene.distractors]
     occluders = [texture(o.recipe) for o in scene.occluders]
     return Assets(margin, background, target, distractors, occluders)
 

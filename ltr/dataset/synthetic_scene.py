@@ -111,6 +111,15 @@ class SyntheticConfig:
     #: camera (pan and zoom) and records frames through :class:`~ltr.dataset.synthetic_natural.CameraLook`;
     #: ``mixed`` gives each sequence one of the two looks.
     style: str = "classic"
+    #: probability that a classic-look sequence's background is a natural-statistics canvas (dead leaves of
+    #: 1/f-textured shapes, :func:`~ltr.dataset.synthetic_natural.natural_background`) instead of palette
+    #: noise with clutter shapes.
+    photo_background: float = 0.0
+    #: probability that a classic-look sequence's background is grey (desaturated), as a grey photograph is.
+    grey_background: float = 0.0
+    #: probability that a classic-look sequence's target and distractors are textured with regions of one
+    #: natural-statistics canvas (look-alikes are other regions of it) instead of regular patterns.
+    photo_target: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):  # lists (from JSON or the command line) -> tuples, so configs stay hashable
@@ -126,7 +135,14 @@ class SyntheticConfig:
                 raise ValueError(f"SyntheticConfig.{name}: need 0 <= low <= high, got {(lo, hi)}")
         if self.aspect[0] <= 0 or self.target_size[0] <= 0:
             raise ValueError("SyntheticConfig.aspect and .target_size must be > 0")
-        for name in ("occlusion_prob", "full_occlusion_prob", "out_of_view_prob"):
+        for name in (
+            "occlusion_prob",
+            "full_occlusion_prob",
+            "out_of_view_prob",
+            "photo_background",
+            "grey_background",
+            "photo_target",
+        ):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"SyntheticConfig.{name} must be in [0, 1], got {getattr(self, name)}")
         if self.max_speed <= 0 or self.texture_size < 8:
@@ -155,15 +171,26 @@ class SyntheticConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able values (tuples as lists); ``SyntheticConfig(**d)`` restores an equal config.
 
-        ``style`` is left out when it is ``classic``, so the markers of sets written before the field
-        existed (:func:`ltr.dataset.synthetic.ensure_written`) still match.
+        Fields added after sets were first written (``style``, the ``photo_*`` and ``grey_*``
+        probabilities) are left out at their defaults, so the markers of those sets
+        (:func:`ltr.dataset.synthetic.ensure_written`) still match.
         """
         out = {
             f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)
         }
-        if out["style"] == "classic":
-            del out["style"]
+        for name, default in _LATER_FIELDS.items():
+            if out[name] == default:
+                del out[name]
         return out
+
+
+#: fields added after the first written sets, with the defaults that leave them out of markers.
+_LATER_FIELDS: dict[str, Any] = {
+    "style": "classic",
+    "photo_background": 0.0,
+    "grey_background": 0.0,
+    "photo_target": 0.0,
+}
 
 
 @dataclass
@@ -217,7 +244,8 @@ def _rng(seed: int, index: int, stream: int) -> np.random.Generator:
 
 def scene_rng(seed: int, index: int, stream: int) -> np.random.Generator:
     """The generator of random stream ``stream`` (0: simulation, 1: assets, 2: kinds, 3: natural style's
-    recipes and camera, 4: the ``mixed`` style's choice) of sequence ``index``."""
+    recipes and camera, 4: the ``mixed`` style's choice, 5: the ``photo_*`` and ``grey_*`` choices and
+    canvases) of sequence ``index``."""
     return _rng(seed, index, stream)
 
 
