@@ -31,6 +31,7 @@ def test_parameter_sets_load(name):
     # box refinement: DiMP-50's own; the tiny sets stop SuperDiMP's ascent after 5 steps (val split too)
     expected = {"dimp50": (5, 1.0, "default")}.get(name, (5 if "tiny" in name else 10, 2.5e-3, "relative"))
     assert (p.refine_iters, p.refine_step, p.refine_space) == expected
+    assert p.scale_learning_rate == (0.25 if "tiny" in name else 1.0)  # the tiny sets damp the size update
 
 
 def test_the_longer_tiny_recipe_tracks_with_the_demo_values_and_its_own_checkpoints():
@@ -133,6 +134,13 @@ def test_refine_space_and_score_preprocess_are_checked():
         DiMPParams(refine_space="absolute")
     with pytest.raises(ValueError, match="score_preprocess"):
         DiMPParams(score_preprocess="exp")
+
+
+def test_scale_learning_rate_must_be_in_half_open_unit_interval():
+    assert DiMPParams().scale_learning_rate == 1.0  # the reference: the refined size replaces the old one
+    for bad in (0.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="scale_learning_rate"):
+            DiMPParams(scale_learning_rate=bad)
 
 
 def test_score_window_must_be_in_unit_interval():

@@ -116,6 +116,23 @@ def test_refinement_modes_change_the_box(mode):
     assert not np.allclose(outs[0], outs[1])
 
 
+def test_scale_learning_rate_blends_the_refined_size_geometrically():
+    """Frame 1 starts from the same state at every rate, so its refined box is the same: rate 1 takes its size
+    (the reference), rate r takes init^(1 - r) x refined^r per side; the position is the refined one."""
+    rng = np.random.default_rng(6)
+    frames = [random_frame(rng, 80, 100) for _ in range(2)]
+    init = np.array([30.0, 20.0, 16.0, 12.0])
+    boxes = {}
+    for rate in (1.0, 0.25):
+        tracker = tiny_tracker(scale_learning_rate=rate, **OPENED)
+        tracker.initialize(frames[0], init)
+        boxes[rate] = tracker.track(frames[1])
+    refined, damped = boxes[1.0], boxes[0.25]
+    assert not np.allclose(refined[2:], init[2:], rtol=1e-3)  # the refinement changed the size
+    np.testing.assert_allclose(damped[2:], init[2:] ** 0.75 * refined[2:] ** 0.25, rtol=1e-5)
+    np.testing.assert_allclose(damped[:2] + damped[2:] / 2, refined[:2] + refined[2:] / 2, rtol=1e-5)
+
+
 def test_bad_refine_mode():
     with pytest.raises(ValueError, match="refine_mode"):
         tiny_tracker(refine_mode="adam")

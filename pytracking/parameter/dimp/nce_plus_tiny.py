@@ -1,6 +1,6 @@
 """DiMP-NCE+ with the CPU-sized network of train setting dimp/nce_plus_tiny (its crops come from its
-config); SuperDiMP's runtime values except four localisation values and the box refinement's length,
-matched to that network and chosen on the synthetic val split
+config); SuperDiMP's runtime values except four localisation values, the box refinement's length and a
+damped size update, matched to that network and chosen on the synthetic val split
 (``docs/results/2026-11-22-nce-plus-tiny-params.md``; at the training's search area of 3
 target sizes, ``docs/results/2026-11-26-real-footage.md``):
 
@@ -10,7 +10,9 @@ target sizes, ``docs/results/2026-11-26-real-footage.md``):
 - a second peak is a hard negative from 0.2 (not 0.5) times the first, and is taken as the target only within
   0.5 (not 0.8) times half the score map of the previous position;
 - box refinement stops after 5 steps of SuperDiMP's length (not 10): longer ascents let this network's
-  boxes drift in size.
+  boxes drift in size;
+- the size moves a quarter of the way (geometrically) to each refined box's (``scale_learning_rate=0.25``;
+  the reference takes the refined size whole): the network's size estimates are noisy from frame to frame.
 """
 
 from __future__ import annotations
@@ -26,4 +28,5 @@ def parameters() -> DiMPParams:
         hard_negative_threshold=0.2,
         displacement_scale=0.5,
         refine_iters=5,
+        scale_learning_rate=0.25,
     )

@@ -114,6 +114,9 @@ class DiMPParams:
     box_jitter_size: float = 0.5  # box_jitter_sz
     max_aspect_ratio: float = 6.0  # maximal_aspect_ratio
     refine_top_k: int = 3  # iounet_k
+    #: our option (1 = the reference: the refined size replaces the previous one): the new size is the
+    #: geometric blend previous^(1 - rate) x refined^rate per side, which damps the size noise of a weak box head
+    scale_learning_rate: float = 1.0
     # runtime
     #: torch.compile the per-frame backbone, classifier feature head and box score (:mod:`.compiled`); falls back to
     #: eager with a warning where compilation fails
@@ -153,5 +156,9 @@ class DiMPParams:
             raise ValueError(f"DiMPParams.tf32 must be True or False, got {self.tf32!r}")
         if self.backend not in ("torch", "onnxruntime"):
             raise ValueError(f"DiMPParams.backend must be 'torch' or 'onnxruntime', got {self.backend!r}")
+        if not 0.0 < self.scale_learning_rate <= 1.0:
+            raise ValueError(
+                f"DiMPParams.scale_learning_rate must be in (0, 1], got {self.scale_learning_rate!r}"
+            )
         if self.refine_top_k < 1 or self.num_random_boxes < 0:
             raise ValueError("DiMPParams: refine_top_k must be >= 1 and num_random_boxes >= 0")

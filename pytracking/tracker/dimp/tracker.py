@@ -205,6 +205,9 @@ class DiMPTracker:
         centre = box[:2] + box[2:] / 2
         new_pos = (centre.flip(0) - (self.img_sample_sz - 1) / 2) * crop.sample_scale + crop.sample_pos
         new_sz = box[2:].flip(0) * crop.sample_scale
+        rate = self.params.scale_learning_rate
+        if rate < 1.0:
+            new_sz = self.target_sz ** (1.0 - rate) * new_sz**rate
         self.pos = new_pos.clone()
         self._pos_refined = new_pos.clone()
         self.target_sz = new_sz
