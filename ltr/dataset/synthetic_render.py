@@ -8,7 +8,9 @@ on previously rendered frames.
 In the ``natural`` style (:mod:`ltr.dataset.synthetic_natural`) the background is seen through the
 camera's pan and zoom (the objects' states already include both), and the frame is recorded through the
 scene's :class:`~ltr.dataset.synthetic_natural.CameraLook` (blur, gamma, signal-dependent noise, JPEG)
-instead of the classic additive noise.
+instead of the classic additive noise. The classic look can take parts of it per sequence
+(``SyntheticConfig.photo_background``, ``grey_background``, ``photo_target``): a natural-statistics or grey
+background, and target and look-alikes cut from one natural-statistics image.
 """
 
 from __future__ import annotations
