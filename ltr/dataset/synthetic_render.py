@@ -68,7 +68,7 @@ def build_assets(scene: Scene) -> Assets:
         margin += int(np.ceil(0.5 * max(cfg.width, cfg.height) * (np.exp(NATURAL_ZOOM) - 1.0)))
         h, w = cfg.height + 2 * margin, cfg.width + 2 * margin
         background = (natural_background(rng, h, w) * 255.0 + 0.5).astype(np.uint8)
-        photo, photo_tg = None, False
+        photo_tg = False  # the photo-like options are the classic look's
 
         def texture(recipe: dict) -> np.ndarray:
             return (natural_texture(rng, recipe, size) * 255.0 + 0.5).astype(np.uint8)
