@@ -25,6 +25,7 @@ from torch import Tensor, nn
 from torchvision.models.resnet import BasicBlock, Bottleneck
 
 from ltr.admin.registry import Registry
+from ltr.models.fixed_features import GradientColourFeatures
 
 LAYERS = ("conv1", "layer1", "layer2", "layer3", "layer4")
 STRIDES = {"conv1": 2, "layer1": 4, "layer2": 8, "layer3": 16, "layer4": 32}
@@ -108,6 +109,8 @@ class ResNetBackbone(nn.Module):
         frozen_layers: layers (``conv1`` means conv1 + bn1) whose parameters get ``requires_grad=False`` and
             whose BatchNorm layers stay in eval mode even when the module is in train mode.
         base_width: stem width; 64 for the standard networks, smaller for reduced-width CPU variants.
+        fixed_features: append :class:`~ltr.models.fixed_features.GradientColourFeatures` of the images to
+            ``layer3`` (after its learned channels; ``channels["layer3"]`` counts both).
     """
 
     def __init__(
@@ -118,6 +121,7 @@ class ResNetBackbone(nn.Module):
         pretrained: bool = True,
         frozen_layers: Sequence[str] = (),
         base_width: int = 64,
+        fixed_features: bool = False,
     ) -> None:
         super().__init__()
         channels = layer_channels(arch, base_width)  # an unknown arch is the first error
@@ -137,6 +141,9 @@ class ResNetBackbone(nn.Module):
         self.base_width = base_width
         self.channels = channels
         self.strides = dict(STRIDES)
+        self.fixed = GradientColourFeatures(stride=STRIDES["layer3"]) if fixed_features else None
+        if self.fixed is not None:
+            self.channels = {**channels, "layer3": channels["layer3"] + self.fixed.channels}
         deepest = max(LAYERS.index(n) for n in self.output_layers)
         self._run_layers = LAYERS[: deepest + 1]
         num_stages = deepest  # conv1 is index 0, layer_k is index k
@@ -209,6 +216,8 @@ class ResNetBackbone(nn.Module):
                 x = self._run(name, x)
             if name in wanted:
                 out[name] = x
+        if self.fixed is not None and "layer3" in out:
+            out["layer3"] = torch.cat([out["layer3"], self.fixed(images)], dim=1)
         return out
 
 

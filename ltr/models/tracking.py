@@ -51,6 +51,10 @@ class NetConfig:
     of 0.9 cells is output sigma factor 1/4 / search area factor 5 x feature size 18). Both use
     ``num_optim_iter`` and ``optim_init_step``, ``optim_init_reg``, ``optim_min_reg`` (PrDiMP-50: 1.0, 0.05,
     0.05). Configs saved without these fields load as DiMP's optimizer.
+
+    ``fixed_clf_features`` (ours; off in the reference networks) appends fixed colour and gradient-orientation
+    channels (:class:`ltr.models.fixed_features.GradientColourFeatures`) to layer3; the classifier's filter
+    sees them next to its learned features, the box head with layer3.
     """
 
     backbone: str = "resnet50"
@@ -78,6 +82,7 @@ class NetConfig:
     box_ref_channels: tuple[int, int] = (128, 256)
     box_mod_channels: tuple[int, int] = (256, 256)
     box_linear_channels: tuple[int, int] = (256, 256)
+    fixed_clf_features: bool = False
 
 
 def tiny_net_config(*, feature_size: int = 8, search_area_factor: float = 6.0) -> NetConfig:
@@ -293,15 +298,21 @@ def build_dimpnet(config: NetConfig) -> DiMPNet:
         pretrained=config.pretrained,
         frozen_layers=config.frozen_layers,
         base_width=config.backbone_width,
+        fixed_features=config.fixed_clf_features,
     )
     ch = backbone.channels
     stride = backbone.strides[CLF_LAYER]
+    fixed = backbone.fixed.channels if backbone.fixed is not None else 0
+    feature_head = ClassifierFeatureHead(
+        in_channels=ch[CLF_LAYER] - fixed,
+        out_channels=config.clf_feature_dim,
+        filter_size=config.filter_size,
+        fixed_channels=fixed,
+    )
     classifier = LinearFilterClassifier(
-        feature_head=ClassifierFeatureHead(
-            in_channels=ch[CLF_LAYER], out_channels=config.clf_feature_dim, filter_size=config.filter_size
-        ),
+        feature_head=feature_head,
         initializer=FilterInitializer(
-            channels=config.clf_feature_dim, filter_size=config.filter_size, feature_stride=stride
+            channels=feature_head.out_channels, filter_size=config.filter_size, feature_stride=stride
         ),
         optimizer=build_filter_optimizer(config, stride),
         filter_size=config.filter_size,

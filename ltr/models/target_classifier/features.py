@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import torch
 from torch import Tensor, nn
 
 
@@ -29,18 +30,33 @@ class InstanceL2Norm(nn.Module):
 
 class ClassifierFeatureHead(nn.Module):
     """Conv3x3 (in_channels -> out_channels, no bias) + :class:`InstanceL2Norm` with scale
-    ``sqrt(1 / (out_channels * filter_size^2))``.
+    ``sqrt(1 / (C_out * filter_size^2))``.
 
     With that scale a filter of size ``filter_size`` correlated with a feature patch of the same norm gives
-    scores of order one. ``forward((N, C_in, H, W)) -> (N, C_out, H, W)``.
+    scores of order one. ``forward((N, C_in + fixed_channels, H, W)) -> (N, C_out, H, W)``, C_out =
+    out_channels + fixed_channels: the last ``fixed_channels`` input channels (not learned features, see
+    ``ResNetBackbone(fixed_features=True)``) skip the conv and are normalised on their own, with the same
+    scale, so both parts keep their share of the norm.
     """
 
-    def __init__(self, *, in_channels: int = 1024, out_channels: int = 512, filter_size: int = 4) -> None:
+    def __init__(
+        self,
+        *,
+        in_channels: int = 1024,
+        out_channels: int = 512,
+        filter_size: int = 4,
+        fixed_channels: int = 0,
+    ) -> None:
         super().__init__()
         self.conv = nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False)
-        self.norm = InstanceL2Norm(scale=math.sqrt(1.0 / (out_channels * filter_size * filter_size)))
+        total = out_channels + fixed_channels
+        self.norm = InstanceL2Norm(scale=math.sqrt(1.0 / (total * filter_size * filter_size)))
         nn.init.kaiming_normal_(self.conv.weight, mode="fan_out", nonlinearity="relu")
-        self.out_channels = out_channels
+        self.fixed_channels = fixed_channels
+        self.out_channels = total
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.norm(self.conv(x))
+        if not self.fixed_channels:
+            return self.norm(self.conv(x))
+        learned, fixed = x[:, : -self.fixed_channels], x[:, -self.fixed_channels :]
+        return torch.cat([self.norm(self.conv(learned)), self.norm(fixed)], dim=1)

@@ -1,0 +1,105 @@
+"""GradientColourFeatures and the classifier's fixed channels (NetConfig.fixed_clf_features)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from ltr.models.fixed_features import GradientColourFeatures
+from ltr.models.target_classifier import ClassifierFeatureHead
+from ltr.models.tracking import build_dimpnet, tiny_net_config
+
+COLOUR = 3 * 16  # colour channels of a stride-16, cell-4 map
+
+
+def _cells(features: torch.Tensor, first: int, count: int) -> torch.Tensor:
+    """Channels [first, first + count * 16) back to (N, count, H * 4, W * 4) cells."""
+    return F.pixel_shuffle(features[:, first : first + count * 16], 4)
+
+
+def _edge(vertical: bool) -> torch.Tensor:
+    x = torch.zeros(1, 3, 64, 64)
+    if vertical:
+        x[..., 32:] = 1.0
+    else:
+        x[..., 32:, :] = 1.0
+    return x
+
+
+def test_shape_channels_and_padding() -> None:
+    g = GradientColourFeatures()
+    assert g.channels == (3 + 6) * 16
+    assert tuple(g(torch.rand(2, 3, 128, 128)).shape) == (2, 144, 8, 8)
+    assert tuple(g(torch.rand(1, 3, 100, 70)).shape) == (1, 144, 7, 5)  # ceil(H / 16), as layer3
+    with pytest.raises(ValueError, match="multiple of cell"):
+        GradientColourFeatures(stride=16, cell=5)
+    with pytest.raises(ValueError, match=r"\(N, 3, H, W\)"):
+        g(torch.rand(3, 64, 64))
+
+
+def test_every_channel_has_zero_spatial_mean() -> None:
+    f = GradientColourFeatures()(torch.rand(2, 3, 64, 96) * 3)
+    assert f.mean(dim=(2, 3)).abs().max() < 1e-5
+    assert f.std() > 0.01
+
+
+@pytest.mark.parametrize(("vertical", "strongest"), [(True, 0), (False, 3)])
+def test_orientation_bins(vertical: bool, strongest: int) -> None:
+    # a vertical edge has its gradient along x (theta = 0, bin 0); a horizontal one along y (90 deg, bin 3)
+    hist = _cells(GradientColourFeatures()(_edge(vertical)), COLOUR, 6)[0]
+    peak = hist.amax(dim=(1, 2))
+    assert int(peak.argmax()) == strongest
+    # the bins 60 and more degrees away get nothing
+    far = [(strongest + k) % 6 for k in (2, 3, 4)]
+    assert float(peak[far].max() - hist[far].amin()) < 1e-6
+
+
+def test_gradients_ignore_brightness_and_colour_sees_it() -> None:
+    g = GradientColourFeatures()
+    x = torch.rand(1, 3, 64, 64)
+    a, b = g(x), g(x + 0.7)
+    torch.testing.assert_close(a[:, COLOUR:], b[:, COLOUR:], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(a[:, :COLOUR], b[:, :COLOUR], atol=1e-5, rtol=1e-4)  # mean removed
+    red = torch.zeros(1, 3, 64, 64)
+    red[:, 0, 16:48, 16:48] = 2.0
+    colour = _cells(g(red), 0, 3)[0]  # (3, 16, 16) cells of 4 x 4 pixels
+    assert float(colour[0, 4:12, 4:12].min()) > float(colour[0].mean()) + 0.5
+    assert float(colour[1:].abs().max()) < 1e-6
+
+
+def test_feature_head_passes_fixed_channels_through_its_own_norm() -> None:
+    torch.manual_seed(0)
+    head = ClassifierFeatureHead(in_channels=8, out_channels=4, filter_size=4, fixed_channels=6)
+    assert head.out_channels == 10 and head.conv.in_channels == 8
+    x = torch.randn(2, 14, 5, 5)
+    y = head(x)
+    assert tuple(y.shape) == (2, 10, 5, 5)
+    scale2 = 1.0 / (10 * 16)
+    fixed = x[:, 8:]
+    expected = fixed * (scale2 * fixed[0].numel() / fixed.pow(2).sum(dim=(1, 2, 3), keepdim=True)).sqrt()
+    torch.testing.assert_close(y[:, 4:], expected)
+    # each part's squared norm is its share of the channels
+    torch.testing.assert_close(y[:, :4].pow(2).sum(dim=(1, 2, 3)), torch.full((2,), 4 * 25 * scale2))
+    torch.testing.assert_close(y[:, 4:].pow(2).sum(dim=(1, 2, 3)), torch.full((2,), 6 * 25 * scale2))
+
+
+def test_network_with_fixed_features() -> None:
+    config = dataclasses.replace(
+        tiny_net_config(feature_size=8, search_area_factor=3.0), fixed_clf_features=True
+    )
+    net = build_dimpnet(config).eval()
+    plain = build_dimpnet(tiny_net_config(feature_size=8, search_area_factor=3.0))
+    assert net.backbone.channels["layer3"] == plain.backbone.channels["layer3"] + 144
+    assert net.classifier.feature_head.out_channels == config.clf_feature_dim + 144
+    assert sum(p.numel() for p in net.backbone.fixed.parameters()) == 0
+    images = torch.rand(1, 2, 3, 128, 128)
+    boxes = torch.tensor([[[40.0, 40.0, 48.0, 40.0]]])
+    with torch.no_grad():
+        out = net(images, images.flip(1), boxes.expand(1, 2, 4), boxes[None].expand(1, 2, 3, 4))
+        feats = net.backbone(images[0])
+    assert out.clf_scores.shape[-2:] == (9, 9) and torch.isfinite(out.clf_scores).all()
+    # the layer3 output ends with the fixed features of the same images
+    torch.testing.assert_close(feats["layer3"][:, -144:], net.backbone.fixed(images[0]))
