@@ -212,7 +212,7 @@ def test_box_head_retrains_from_initial_weights_with_the_rest_bit_identical(init
     assert final["config"]["init_from"] == str(init) and final["config"]["train_parts"] == ["box_head"]
     frozen = [k for k in start if not k.startswith("box_head.")]
     assert len(frozen) > 50 and all(torch.equal(final["net"][k], start[k]) for k in frozen)
-    net = build_dimpnet(tiny_net_config())
+    net = build_dimpnet(SETTINGS["nce_plus_tiny"]().net)
     box_params = [n for n, _ in net.box_head.named_parameters(prefix="box_head")]
     assert final["num_trainable"] == sum(p.numel() for p in net.box_head.parameters())
     assert all(not torch.equal(final["net"][k], start[k]) for k in box_params)
