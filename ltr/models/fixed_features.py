@@ -48,8 +48,9 @@ class GradientColourFeatures(nn.Module):
         grey = images.mean(dim=1, keepdim=True)
         g = F.conv2d(F.pad(grey, (1, 1, 1, 1), mode="replicate"), self.sobel)  # (N, 2, H, W): gx, gy
         gx, gy = g[:, :1], g[:, 1:]
-        mag2 = gx * gx + gy * gy
-        mag = (mag2 + 1e-8).sqrt()
+        # clamped rather than offset: exporters may fold an added tiny constant away, and a flat patch would
+        # then give 0 / 0
+        mag = (gx * gx + gy * gy).clamp_min(1e-8).sqrt()
         # (cos 2 theta, sin 2 theta) * mag, then each bin's cosine weight
         double = torch.cat([gx * gx - gy * gy, 2 * gx * gy], dim=1) / mag
         hist = torch.relu(F.conv2d(double, self.bin_dirs))

@@ -36,6 +36,8 @@ from pytracking.tracker.dimp.tracker import DiMPTracker
 __all__ = ["QUANTIZED", "calibration_inputs", "quantize_export"]
 
 QUANTIZED = ("backbone", "clf_features", "box_features")
+#: model -> the output whose appended fixed features stay float32 (see :func:`quantize_export`)
+FIXED_FEATURE_OUTPUTS = {"backbone": "layer3", "clf_features": "features"}
 
 
 class _Recorder:
@@ -118,20 +120,49 @@ def _reader(feeds: list[dict[str, np.ndarray]]) -> Any:
     return Reader()
 
 
+def appended_branch(model: Any, output: str) -> list[str]:
+    """Names of the nodes of ONNX ``model`` that compute only the second input of the two-input Concat
+    producing graph output ``output`` (and that Concat); empty when another node produces it."""
+    producer = {o: n for n in model.graph.node for o in n.output}
+    last = producer.get(output)
+    if last is None or last.op_type != "Concat" or len(last.input) != 2:
+        return []
+
+    def ancestors(name: str) -> set[str]:
+        seen: set[str] = set()
+        stack = [name]
+        while stack:
+            node = producer.get(stack.pop())
+            if node is not None and node.name not in seen:
+                seen.add(node.name)
+                stack.extend(node.input)
+        return seen
+
+    return sorted(ancestors(last.input[1]) - ancestors(last.input[0])) + [last.name]
+
+
 def quantize_model(
-    src: str | os.PathLike, dst: str | os.PathLike, feeds: list[dict[str, np.ndarray]]
+    src: str | os.PathLike,
+    dst: str | os.PathLike,
+    feeds: list[dict[str, np.ndarray]],
+    *,
+    float_output: str | None = None,
 ) -> None:
-    """Statically quantise ONNX model ``src`` into ``dst`` (atomically) with activation ranges from ``feeds``."""
+    """Statically quantise ONNX model ``src`` into ``dst`` (atomically) with activation ranges from ``feeds``;
+    with ``float_output``, the :func:`appended_branch` of that output stays float32."""
     ort_quant = import_extra("onnxruntime.quantization", "onnx")
+    onnx = import_extra("onnx", "onnx")
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     with tempfile.TemporaryDirectory() as tmp:
         pre, out = Path(tmp) / "pre.onnx", Path(tmp) / "int8.onnx"
         quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
+        exclude = appended_branch(onnx.load(str(pre)), float_output) if float_output else []
         ort_quant.quantize_static(
             str(pre),
             str(out),
             _reader(feeds),
+            nodes_to_exclude=exclude,
             quant_format=ort_quant.QuantFormat.QDQ,
             per_channel=True,
             reduce_range=True,
@@ -159,9 +190,13 @@ def quantize_export(
     feeds = calibration_inputs(folder, loaded, params, dataset=dataset, root=root, num_frames=num_frames)
     (Path(folder) / "manifest.json").unlink()  # the folder is not a finished export while files change
     models = dict(manifest.models)
+    # fixed features (NetConfig.fixed_clf_features), appended to layer3 by the backbone and normalised on
+    # their own by the feature head, stay float32: their divisions and square roots lose too much in int8
+    fixed = loaded.net.backbone.fixed is not None
     for name in QUANTIZED:
         path = Path(folder) / manifest.models[name].file
-        quantize_model(path, path, feeds[name])
+        keep = FIXED_FEATURE_OUTPUTS.get(name) if fixed else None
+        quantize_model(path, path, feeds[name], float_output=keep)
         models[name] = dataclasses.replace(models[name], sha256=file_sha256(path))
     manifest = dataclasses.replace(
         manifest,

@@ -10,6 +10,7 @@ from torch.nn import functional as F
 
 from ltr.models.fixed_features import GradientColourFeatures
 from ltr.models.target_classifier import ClassifierFeatureHead
+from ltr.models.target_classifier.features import FIXED_RMS_FLOOR
 from ltr.models.tracking import build_dimpnet, tiny_net_config
 
 COLOUR = 3 * 16  # colour channels of a stride-16, cell-4 map
@@ -38,6 +39,11 @@ def test_shape_channels_and_padding() -> None:
         GradientColourFeatures(stride=16, cell=5)
     with pytest.raises(ValueError, match=r"\(N, 3, H, W\)"):
         g(torch.rand(3, 64, 64))
+
+
+def test_a_uniform_image_gives_zeros_not_nans() -> None:
+    f = GradientColourFeatures()(torch.full((1, 3, 64, 64), 0.3))
+    assert torch.isfinite(f).all() and float(f.abs().max()) < 1e-6
 
 
 def test_every_channel_has_zero_spatial_mean() -> None:
@@ -75,15 +81,25 @@ def test_feature_head_passes_fixed_channels_through_its_own_norm() -> None:
     head = ClassifierFeatureHead(in_channels=8, out_channels=4, filter_size=4, fixed_channels=6)
     assert head.out_channels == 10 and head.conv.in_channels == 8
     x = torch.randn(2, 14, 5, 5)
-    y = head(x)
+    with torch.no_grad():
+        y = head(x)
     assert tuple(y.shape) == (2, 10, 5, 5)
     scale2 = 1.0 / (10 * 16)
     fixed = x[:, 8:]
-    expected = fixed * (scale2 * fixed[0].numel() / fixed.pow(2).sum(dim=(1, 2, 3), keepdim=True)).sqrt()
+    numel = fixed[0].numel()
+    sq = fixed.pow(2).sum(dim=(1, 2, 3), keepdim=True)
+    expected = fixed * (scale2 * numel / (sq + 1e-5 + numel * FIXED_RMS_FLOOR**2)).sqrt()
     torch.testing.assert_close(y[:, 4:], expected)
-    # each part's squared norm is its share of the channels
+    # each part's squared norm is its share of the channels (the fixed part's floor is far below RMS 1)
     torch.testing.assert_close(y[:, :4].pow(2).sum(dim=(1, 2, 3)), torch.full((2,), 4 * 25 * scale2))
-    torch.testing.assert_close(y[:, 4:].pow(2).sum(dim=(1, 2, 3)), torch.full((2,), 6 * 25 * scale2))
+    torch.testing.assert_close(
+        y[:, 4:].pow(2).sum(dim=(1, 2, 3)), torch.full((2,), 6 * 25 * scale2), rtol=1e-3, atol=0
+    )
+    # nearly zero fixed features stay nearly zero instead of being blown up to full size
+    x[:, 8:] *= 1e-6
+    with torch.no_grad():
+        small = head(x)
+    assert float(small[:, 4:].abs().max()) < 1e-3 * float(y[:, 4:].abs().max())  # without the floor: 1
 
 
 def test_network_with_fixed_features() -> None:

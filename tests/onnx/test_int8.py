@@ -88,3 +88,30 @@ def test_export_command_with_int8_and_an_unknown_calibration_dataset(tiny_export
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "nowhere" in err[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_fixed_features_stay_float32(tiny_export, int8):
+    import onnx
+
+    from pytracking.onnx.quantize import appended_branch
+
+    loaded, params, folder = int8
+    assert loaded.net.backbone.fixed is not None  # the tiny setting's network has them
+    branch = appended_branch(onnx.load(str(tiny_export.folder / "backbone.onnx")), "layer3")
+    assert appended_branch(onnx.load(str(tiny_export.folder / "backbone.onnx")), "layer2") == []
+    ops = {
+        n.op_type for n in onnx.load(str(tiny_export.folder / "backbone.onnx")).graph.node if n.name in branch
+    }
+    assert {"Sqrt", "Div", "Concat"} <= ops and "MaxPool" not in ops  # the fixed features, not the ResNet
+    fp32 = OrtStages(tiny_export.folder, read_manifest(tiny_export.folder))
+    q = OrtStages(folder, read_manifest(folder))
+    fixed = loaded.net.backbone.fixed.channels
+    feeds = calibration_inputs(tiny_export.folder, loaded, params, dataset="synthetic:test", num_frames=2)
+    for feed in feeds["backbone"]:
+        (got,) = q.sessions["backbone"].run(["layer3"], feed)
+        (want,) = fp32.sessions["backbone"].run(["layer3"], feed)
+        # only the int8 image they share with the ResNet's first conv separates them (the learned
+        # channels: 2-10%, see above)
+        err = np.sqrt(((got[:, -fixed:] - want[:, -fixed:]) ** 2).mean() / (want[:, -fixed:] ** 2).mean())
+        assert err < 0.02, err
+        assert np.abs(got[:, :-fixed] - want[:, :-fixed]).max() > 1e-3  # the learned channels are int8

@@ -7,25 +7,32 @@ import math
 import torch
 from torch import Tensor, nn
 
+#: root-mean-square below which fixed features are not normalised to full size: GradientColourFeatures of
+#: real 128-pixel crops have 0.2-0.8, of a uniform crop about 1e-8
+FIXED_RMS_FLOOR = 0.01
+
 
 class InstanceL2Norm(nn.Module):
     """Scale every feature map to a fixed L2 norm over (C, H, W).
 
-    ``y = scale * x * sqrt(C H W / (sum_{c,h,w} x^2 + eps))``, so ``||y||_2 = scale * sqrt(C H W)`` per sample
-    and the root-mean-square element is ``scale``. Input and output (N, C, H, W).
+    ``y = scale * x * sqrt(C H W / (sum_{c,h,w} x^2 + eps + C H W rms_floor^2))``, so ``||y||_2 = scale *
+    sqrt(C H W)`` per sample and the root-mean-square element is ``scale`` (less for inputs whose own
+    root-mean-square is not well above ``rms_floor``: those are not blown up to full size). Input and output
+    (N, C, H, W).
     """
 
-    def __init__(self, *, scale: float = 1.0, eps: float = 1e-5) -> None:
+    def __init__(self, *, scale: float = 1.0, eps: float = 1e-5, rms_floor: float = 0.0) -> None:
         super().__init__()
         self.scale = scale
         self.eps = eps
+        self.rms_floor = rms_floor
 
     def forward(self, x: Tensor) -> Tensor:
         if x.dim() != 4:
             raise ValueError(f"InstanceL2Norm: input must be (N, C, H, W), got shape {tuple(x.shape)}")
         numel = x.shape[1] * x.shape[2] * x.shape[3]
         sq = x.pow(2).sum(dim=(1, 2, 3), keepdim=True)
-        return x * (self.scale * (numel / (sq + self.eps)).sqrt())
+        return x * (self.scale * (numel / (sq + self.eps + numel * self.rms_floor**2)).sqrt())
 
 
 class ClassifierFeatureHead(nn.Module):
@@ -36,7 +43,9 @@ class ClassifierFeatureHead(nn.Module):
     scores of order one. ``forward((N, C_in + fixed_channels, H, W)) -> (N, C_out, H, W)``, C_out =
     out_channels + fixed_channels: the last ``fixed_channels`` input channels (not learned features, see
     ``ResNetBackbone(fixed_features=True)``) skip the conv and are normalised on their own, with the same
-    scale, so both parts keep their share of the norm.
+    scale, so both parts keep their share of the norm. Their norm has a floor (:data:`FIXED_RMS_FLOOR`): on
+    a nearly uniform crop they are all close to zero, and normalising them to full size would turn rounding
+    noise into features.
     """
 
     def __init__(
@@ -51,6 +60,7 @@ class ClassifierFeatureHead(nn.Module):
         self.conv = nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False)
         total = out_channels + fixed_channels
         self.norm = InstanceL2Norm(scale=math.sqrt(1.0 / (total * filter_size * filter_size)))
+        self.fixed_norm = InstanceL2Norm(scale=self.norm.scale, rms_floor=FIXED_RMS_FLOOR)
         nn.init.kaiming_normal_(self.conv.weight, mode="fan_out", nonlinearity="relu")
         self.fixed_channels = fixed_channels
         self.out_channels = total
@@ -59,4 +69,4 @@ class ClassifierFeatureHead(nn.Module):
         if not self.fixed_channels:
             return self.norm(self.conv(x))
         learned, fixed = x[:, : -self.fixed_channels], x[:, -self.fixed_channels :]
-        return torch.cat([self.norm(self.conv(learned)), self.norm(fixed)], dim=1)
+        return torch.cat([self.norm(self.conv(learned)), self.fixed_norm(fixed)], dim=1)
