@@ -60,13 +60,15 @@ class ClassifierFeatureHead(nn.Module):
         self.conv = nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False)
         total = out_channels + fixed_channels
         self.norm = InstanceL2Norm(scale=math.sqrt(1.0 / (total * filter_size * filter_size)))
-        self.fixed_norm = InstanceL2Norm(scale=self.norm.scale, rms_floor=FIXED_RMS_FLOOR)
+        self.fixed_norm = (
+            InstanceL2Norm(scale=self.norm.scale, rms_floor=FIXED_RMS_FLOOR) if fixed_channels else None
+        )
         nn.init.kaiming_normal_(self.conv.weight, mode="fan_out", nonlinearity="relu")
         self.fixed_channels = fixed_channels
         self.out_channels = total
 
     def forward(self, x: Tensor) -> Tensor:
-        if not self.fixed_channels:
+        if self.fixed_norm is None:
             return self.norm(self.conv(x))
         learned, fixed = x[:, : -self.fixed_channels], x[:, -self.fixed_channels :]
         return torch.cat([self.norm(self.conv(learned)), self.fixed_norm(fixed)], dim=1)
