@@ -97,11 +97,10 @@ def test_fixed_features_stay_float32(tiny_export, int8):
 
     loaded, params, folder = int8
     assert loaded.net.backbone.fixed is not None  # the tiny setting's network has them
-    branch = appended_branch(onnx.load(str(tiny_export.folder / "backbone.onnx")), "layer3")
-    assert appended_branch(onnx.load(str(tiny_export.folder / "backbone.onnx")), "layer2") == []
-    ops = {
-        n.op_type for n in onnx.load(str(tiny_export.folder / "backbone.onnx")).graph.node if n.name in branch
-    }
+    model = onnx.load(str(tiny_export.folder / "backbone.onnx"))
+    branch = appended_branch(model, "layer3")
+    assert appended_branch(model, "layer2") == []
+    ops = {n.op_type for n in model.graph.node if n.name in branch}
     assert {"Sqrt", "Div", "Concat"} <= ops and "MaxPool" not in ops  # the fixed features, not the ResNet
     fp32 = OrtStages(tiny_export.folder, read_manifest(tiny_export.folder))
     q = OrtStages(folder, read_manifest(folder))

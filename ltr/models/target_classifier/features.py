@@ -7,8 +7,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-#: root-mean-square below which fixed features are not normalised to full size: GradientColourFeatures of
-#: real 128-pixel crops have 0.2-0.8, of a uniform crop about 1e-8
+#: root-mean-square below which fixed features are not normalised to full size: well below that of a
+#: textured crop's GradientColourFeatures, well above a uniform crop's rounding noise
 FIXED_RMS_FLOOR = 0.01
 
 
