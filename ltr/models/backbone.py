@@ -109,8 +109,9 @@ class ResNetBackbone(nn.Module):
         frozen_layers: layers (``conv1`` means conv1 + bn1) whose parameters get ``requires_grad=False`` and
             whose BatchNorm layers stay in eval mode even when the module is in train mode.
         base_width: stem width; 64 for the standard networks, smaller for reduced-width CPU variants.
-        fixed_features: append :class:`~ltr.models.fixed_features.GradientColourFeatures` of the images to
-            ``layer3`` (after its learned channels; ``channels["layer3"]`` counts both).
+        fixed_features: layers (``layer2``, ``layer3``) to which
+            :class:`~ltr.models.fixed_features.GradientColourFeatures` of the images, at that layer's stride, are
+            appended after the learned channels (``channels`` counts both; ``fixed_channels`` the appended ones).
     """
 
     def __init__(
@@ -121,11 +122,15 @@ class ResNetBackbone(nn.Module):
         pretrained: bool = True,
         frozen_layers: Sequence[str] = (),
         base_width: int = 64,
-        fixed_features: bool = False,
+        fixed_features: Sequence[str] = (),
     ) -> None:
         super().__init__()
         channels = layer_channels(arch, base_width)  # an unknown arch is the first error
-        for name, names in (("output_layers", output_layers), ("frozen_layers", frozen_layers)):
+        for name, names in (
+            ("output_layers", output_layers),
+            ("frozen_layers", frozen_layers),
+            ("fixed_features", fixed_features),
+        ):
             bad = [n for n in names if n not in LAYERS]
             if bad:
                 raise ValueError(f"{name} has unknown layer(s) {bad}; known: {list(LAYERS)}")
@@ -139,11 +144,10 @@ class ResNetBackbone(nn.Module):
         self.output_layers = tuple(output_layers)
         self.frozen_layers = tuple(frozen_layers)
         self.base_width = base_width
-        self.channels = channels
         self.strides = dict(STRIDES)
-        self.fixed = GradientColourFeatures(stride=STRIDES["layer3"]) if fixed_features else None
-        if self.fixed is not None:
-            self.channels = {**channels, "layer3": channels["layer3"] + self.fixed.channels}
+        self.fixed = nn.ModuleDict({n: GradientColourFeatures(stride=STRIDES[n]) for n in fixed_features})
+        self.fixed_channels = {n: int(m.channels) for n, m in self.fixed.items()}
+        self.channels = {n: c + self.fixed_channels.get(n, 0) for n, c in channels.items()}
         deepest = max(LAYERS.index(n) for n in self.output_layers)
         self._run_layers = LAYERS[: deepest + 1]
         num_stages = deepest  # conv1 is index 0, layer_k is index k
@@ -216,8 +220,9 @@ class ResNetBackbone(nn.Module):
                 x = self._run(name, x)
             if name in wanted:
                 out[name] = x
-        if self.fixed is not None and "layer3" in out:
-            out["layer3"] = torch.cat([out["layer3"], self.fixed(images)], dim=1)
+        for name, fixed in self.fixed.items():
+            if name in out:
+                out[name] = torch.cat([out[name], fixed(images)], dim=1)
         return out
 
 

@@ -54,7 +54,9 @@ class NetConfig:
 
     ``fixed_clf_features`` (ours; off in the reference networks) appends fixed colour and gradient-orientation
     channels (:class:`ltr.models.fixed_features.GradientColourFeatures`) to layer3; the classifier's filter
-    sees them next to its learned features, the box head with layer3.
+    sees them next to its learned features, the box head with layer3. ``fixed_box_features`` (ours, off in
+    the reference networks) appends the same kind of channels at stride 8 to layer2, the box head's finer
+    input.
     """
 
     backbone: str = "resnet50"
@@ -83,6 +85,7 @@ class NetConfig:
     box_mod_channels: tuple[int, int] = (256, 256)
     box_linear_channels: tuple[int, int] = (256, 256)
     fixed_clf_features: bool = False
+    fixed_box_features: bool = False
 
 
 def tiny_net_config(*, feature_size: int = 8, search_area_factor: float = 6.0) -> NetConfig:
@@ -290,6 +293,13 @@ def build_filter_optimizer(
     )
 
 
+def fixed_feature_layers(config: NetConfig) -> tuple[str, ...]:
+    """The backbone layers that get fixed colour and gradient channels under ``config``."""
+    return (("layer2",) if config.fixed_box_features else ()) + (
+        (CLF_LAYER,) if config.fixed_clf_features else ()
+    )
+
+
 def build_dimpnet(config: NetConfig) -> DiMPNet:
     """The :class:`DiMPNet` described by ``config`` (weights fresh, or ImageNet for the backbone)."""
     backbone = ResNetBackbone(
@@ -298,11 +308,11 @@ def build_dimpnet(config: NetConfig) -> DiMPNet:
         pretrained=config.pretrained,
         frozen_layers=config.frozen_layers,
         base_width=config.backbone_width,
-        fixed_features=config.fixed_clf_features,
+        fixed_features=fixed_feature_layers(config),
     )
     ch = backbone.channels
     stride = backbone.strides[CLF_LAYER]
-    fixed = backbone.fixed.channels if backbone.fixed is not None else 0
+    fixed = backbone.fixed_channels.get(CLF_LAYER, 0)
     feature_head = ClassifierFeatureHead(
         in_channels=ch[CLF_LAYER] - fixed,
         out_channels=config.clf_feature_dim,

@@ -17,7 +17,7 @@ import dataclasses
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,6 @@ from pytracking.tracker.dimp.tracker import DiMPTracker
 __all__ = ["QUANTIZED", "calibration_inputs", "quantize_export"]
 
 QUANTIZED = ("backbone", "clf_features", "box_features")
-#: model -> the output whose appended fixed features stay float32 (see :func:`quantize_export`)
-FIXED_FEATURE_OUTPUTS = {"backbone": "layer3", "clf_features": "features"}
 
 
 class _Recorder:
@@ -146,10 +144,10 @@ def quantize_model(
     dst: str | os.PathLike,
     feeds: list[dict[str, np.ndarray]],
     *,
-    float_output: str | None = None,
+    float_outputs: Sequence[str] = (),
 ) -> None:
     """Statically quantise ONNX model ``src`` into ``dst`` (atomically) with activation ranges from ``feeds``;
-    with ``float_output``, the :func:`appended_branch` of that output stays float32."""
+    the :func:`appended_branch` of each of ``float_outputs`` stays float32."""
     ort_quant = import_extra("onnxruntime.quantization", "onnx")
     onnx = import_extra("onnx", "onnx")
     from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -157,7 +155,8 @@ def quantize_model(
     with tempfile.TemporaryDirectory() as tmp:
         pre, out = Path(tmp) / "pre.onnx", Path(tmp) / "int8.onnx"
         quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
-        exclude = appended_branch(onnx.load(str(pre)), float_output) if float_output else []
+        model = onnx.load(str(pre))
+        exclude = [name for output in float_outputs for name in appended_branch(model, output)]
         ort_quant.quantize_static(
             str(pre),
             str(out),
@@ -190,13 +189,14 @@ def quantize_export(
     feeds = calibration_inputs(folder, loaded, params, dataset=dataset, root=root, num_frames=num_frames)
     (Path(folder) / "manifest.json").unlink()  # the folder is not a finished export while files change
     models = dict(manifest.models)
-    # fixed features (NetConfig.fixed_clf_features), appended to layer3 by the backbone and normalised on
-    # their own by the feature head, stay float32: their divisions and square roots lose too much in int8
-    fixed = loaded.net.backbone.fixed is not None
+    # fixed features (NetConfig.fixed_clf_features / fixed_box_features), appended to layers by the backbone
+    # (layer3's also normalised on their own by the feature head), stay float32: their divisions and square
+    # roots lose too much in int8
+    fixed = tuple(loaded.net.backbone.fixed_channels)
+    keep = {"backbone": fixed, "clf_features": ("features",) if "layer3" in fixed else ()}
     for name in QUANTIZED:
         path = Path(folder) / manifest.models[name].file
-        keep = FIXED_FEATURE_OUTPUTS.get(name) if fixed else None
-        quantize_model(path, path, feeds[name], float_output=keep)
+        quantize_model(path, path, feeds[name], float_outputs=keep.get(name, ()))
         models[name] = dataclasses.replace(models[name], sha256=file_sha256(path))
     manifest = dataclasses.replace(
         manifest,

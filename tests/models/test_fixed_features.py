@@ -104,18 +104,26 @@ def test_feature_head_passes_fixed_channels_through_its_own_norm() -> None:
 
 def test_network_with_fixed_features() -> None:
     config = dataclasses.replace(
-        tiny_net_config(feature_size=8, search_area_factor=3.0), fixed_clf_features=True
+        tiny_net_config(feature_size=8, search_area_factor=3.0),
+        fixed_clf_features=True,
+        fixed_box_features=True,
     )
     net = build_dimpnet(config).eval()
     plain = build_dimpnet(tiny_net_config(feature_size=8, search_area_factor=3.0))
+    assert net.backbone.fixed_channels == {"layer2": 36, "layer3": 144}  # (3 + 6) x (8 / 4)^2, x (16 / 4)^2
     assert net.backbone.channels["layer3"] == plain.backbone.channels["layer3"] + 144
+    assert net.backbone.channels["layer2"] == plain.backbone.channels["layer2"] + 36
     assert net.classifier.feature_head.out_channels == config.clf_feature_dim + 144
     assert sum(p.numel() for p in net.backbone.fixed.parameters()) == 0
+    assert plain.backbone.fixed_channels == {} and len(plain.backbone.fixed) == 0
     images = torch.rand(1, 2, 3, 128, 128)
     boxes = torch.tensor([[[40.0, 40.0, 48.0, 40.0]]])
     with torch.no_grad():
         out = net(images, images.flip(1), boxes.expand(1, 2, 4), boxes[None].expand(1, 2, 3, 4))
         feats = net.backbone(images[0])
     assert out.clf_scores.shape[-2:] == (9, 9) and torch.isfinite(out.clf_scores).all()
-    # the layer3 output ends with the fixed features of the same images
-    torch.testing.assert_close(feats["layer3"][:, -144:], net.backbone.fixed(images[0]))
+    assert out.box_scores.shape == (1, 2, 3) and torch.isfinite(out.box_scores).all()
+    # each layer's output ends with the fixed features of the same images at its stride
+    torch.testing.assert_close(feats["layer3"][:, -144:], net.backbone.fixed["layer3"](images[0]))
+    torch.testing.assert_close(feats["layer2"][:, -36:], net.backbone.fixed["layer2"](images[0]))
+    assert feats["layer2"].shape[-2:] == (16, 16)

@@ -42,7 +42,7 @@ class ClassifierFeatureHead(nn.Module):
     With that scale a filter of size ``filter_size`` correlated with a feature patch of the same norm gives
     scores of order one. ``forward((N, C_in + fixed_channels, H, W)) -> (N, C_out, H, W)``, C_out =
     out_channels + fixed_channels: the last ``fixed_channels`` input channels (not learned features, see
-    ``ResNetBackbone(fixed_features=True)``) skip the conv and are normalised on their own, with the same
+    ``ResNetBackbone(fixed_features=("layer3",))``) skip the conv and are normalised on their own, with the same
     scale, so both parts keep their share of the norm. Their norm has a floor (:data:`FIXED_RMS_FLOOR`): on
     a nearly uniform crop they are all close to zero, and normalising them to full size would turn rounding
     noise into features.
