@@ -2,6 +2,7 @@
 
     python benchmarks/tracker_fps.py [--pytracking PATH] [--geometry dimp50|super_dimp|nce_plus_tiny]
                                      [--rounds 3] [--frames 20] [--warmup 2] [--threads 1] [--compile]
+                                     [--fixed-cost]
 
 Both trackers run the same network: pytracking's ``dimpnet50`` with the seeded weights of the tracker golden
 files (``tests/golden/tracker_<geometry>.npz`` names the tensors, ``tests/golden/seeded.py`` fills them).
@@ -10,7 +11,9 @@ pytracking's own DiMP tracker runs it as built (imported from the checkout ``--p
 gets it, converted by ``ltr.admin.import_pytracking`` and prepared by ``load_network`` (BatchNorm folded).
 ``--geometry`` picks the parameter set on both sides: ``dimp50`` (288-pixel crops, 5 refinement steps) or
 ``super_dimp`` (352 pixels, 10 steps); ``nce_plus_tiny`` times ours alone on the demo's CPU-sized network
-(random weights), which pytracking has no counterpart of.
+(random weights), which pytracking has no counterpart of; with ``--fixed-cost`` the same network without
+its fixed colour and gradient channels (``NetConfig.fixed_clf_features`` / ``fixed_box_features`` off) runs
+first, as the baseline the ratios are taken against.
 
 Every frame takes the full path. On random weights the score map is nearly flat, so DiMP's advanced
 localisation finds a second peak almost as high as the first and calls the frame uncertain (refined, not
@@ -97,22 +100,28 @@ def make_video(num_frames: int, width: int = 640, height: int = 480) -> tuple[li
     return frames, np.array([200.0, 150.0, 60.0, 60.0])
 
 
-def our_trackers(geometry: str, seed: int, state: dict, folder: Path, compile_too: bool) -> list[Timed]:
+def our_trackers(
+    geometry: str, seed: int, state: dict, folder: Path, compile_too: bool, fixed_cost: bool = False
+) -> list[Timed]:
     """Our tracker on the converted network, or for ``TINY`` on the tiny network with random weights (and,
-    with ``compile_too``, the same with ``compile=True``)."""
+    with ``compile_too``, the same with ``compile=True``; with ``fixed_cost``, first the tiny network without
+    its fixed channels)."""
     if geometry == TINY:
         loaded = random_network(TINY)
     else:
         src = write_pytracking_checkpoint(folder / f"{geometry}.pth.tar", state, KWDS[geometry])
         loaded = load_network(convert(src, folder / "converted.pth.tar", geometry))
     params = dataclasses.replace(get_parameters(geometry), seed=seed, **OPEN)
-    variants = [("ours", params)]
+    variants = [("ours", loaded, params)]
     if compile_too:
-        variants.append(("ours compiled", dataclasses.replace(params, compile=True)))
+        variants.append(("ours compiled", loaded, dataclasses.replace(params, compile=True)))
+    if fixed_cost:
+        plain = random_network(TINY, net_fields={"fixed_clf_features": False, "fixed_box_features": False})
+        variants.insert(0, ("ours, no fixed channels", plain, params))
     out = []
-    for name, p in variants:
+    for name, net, p in variants:
         timer = StageTimer()
-        tracker = DiMPTracker(loaded.net, loaded.geometry, p, timer=timer)
+        tracker = DiMPTracker(net.net, net.geometry, p, timer=timer)
 
         def track(frame: np.ndarray, tracker: DiMPTracker = tracker) -> tuple[np.ndarray, str]:
             box = tracker.track(frame)
@@ -226,18 +235,25 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--warmup", type=int, default=2, help="untimed frames after initialisation")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--compile", action="store_true", help="also time our tracker with compile=True")
+    ap.add_argument(
+        "--fixed-cost",
+        action="store_true",
+        help=f"--geometry {TINY}: time it against the same network without its fixed channels (the baseline)",
+    )
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.frames < 1 or args.warmup < 0 or args.threads < 1:
         ap.error("--rounds, --frames and --threads must be positive, --warmup not negative")
     if args.geometry == TINY and args.pytracking is not None:
         ap.error(f"--geometry {TINY} is ours only (pytracking has no such network): leave out --pytracking")
+    if args.fixed_cost and args.geometry != TINY:
+        ap.error(f"--fixed-cost needs --geometry {TINY} (only that network has fixed channels)")
     if args.compile and args.warmup < 1:
         ap.error("--compile needs --warmup >= 1 (the first tracked frame compiles)")
     torch.set_num_threads(args.threads)
     frames, init_box = make_video(1 + args.warmup + args.frames)
     seed, state = (0, {}) if args.geometry == TINY else tracker_golden_weights(args.geometry)
     with tempfile.TemporaryDirectory() as folder:
-        entries = our_trackers(args.geometry, seed, state, Path(folder), args.compile)
+        entries = our_trackers(args.geometry, seed, state, Path(folder), args.compile, args.fixed_cost)
     if args.pytracking is not None:
         entries.insert(0, pytracking_tracker(args.pytracking, args.geometry, seed, state))
     print(

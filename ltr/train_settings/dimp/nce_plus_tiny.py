@@ -7,8 +7,9 @@ is 3 target sizes, not SuperDiMP's 6: in a 128-pixel crop the target then spans 
 1.3 (SuperDiMP's 352-pixel crops give it 3.7), and the centre jitters shrink in proportion, so the target
 stays as far inside the crop as in SuperDiMP's samples. Training targets span up to 45% of the frame's
 size (the generator's default: 24%), the sizes real footage has. The classifier's filter also sees fixed
-colour and gradient-orientation channels (``NetConfig.fixed_clf_features``): learned on synthetic videos
-only, the network's own features carry over to real footage less well than such hand-made ones. Learning rates
+colour and gradient-orientation channels (``NetConfig.fixed_clf_features``), and the box head the same
+kind of channels at stride 8 (``NetConfig.fixed_box_features``): learned on synthetic videos only, the
+network's own features carry over to real footage less well than such hand-made ones. Learning rates
 are higher than the paper's, which fine-tunes an ImageNet backbone, and gradients are clipped to a global
 norm of 40 (``trainer.grad_clip``): unclipped, rare gradient spikes made the tracker's quality vary widely
 over training seeds (``docs/results/2026-11-22-nce-plus-tiny-recipe.md``). Everything else follows the base.
@@ -48,6 +49,7 @@ def config() -> DiMPTrainConfig:
         net=dataclasses.replace(
             tiny_net_config(feature_size=CROP // 16, search_area_factor=data.search_area_factor),
             fixed_clf_features=True,
+            fixed_box_features=True,
         ),
         data=data,
         trainer=TrainerConfig(epochs=10, lr_step=7, lr_gamma=0.2, val_every=2, grad_clip=40.0),
