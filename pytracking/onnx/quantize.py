@@ -27,6 +27,7 @@ from torch import Tensor
 from ltr.admin.extras import import_extra
 from ltr.admin.io import atomic_write
 from ltr.dataset.registry import BENCHMARKS, parse_dataset_spec
+from ltr.models.tracking import CLF_LAYER
 from pytracking.onnx.manifest import Manifest, file_sha256, read_manifest, write_manifest
 from pytracking.onnx.runtime import OrtStages
 from pytracking.tracker.dimp.network import LoadedNet
@@ -190,10 +191,10 @@ def quantize_export(
     (Path(folder) / "manifest.json").unlink()  # the folder is not a finished export while files change
     models = dict(manifest.models)
     # fixed features (NetConfig.fixed_clf_features / fixed_box_features), appended to layers by the backbone
-    # (layer3's also normalised on their own by the feature head), stay float32: their divisions and square
-    # roots lose too much in int8
+    # (the classifier layer's also normalised on their own by the feature head), stay float32: their divisions
+    # and square roots lose too much in int8
     fixed = tuple(loaded.net.backbone.fixed_channels)
-    keep = {"backbone": fixed, "clf_features": ("features",) if "layer3" in fixed else ()}
+    keep = {"backbone": fixed, "clf_features": ("features",) if CLF_LAYER in fixed else ()}
     for name in QUANTIZED:
         path = Path(folder) / manifest.models[name].file
         quantize_model(path, path, feeds[name], float_outputs=keep.get(name, ()))
