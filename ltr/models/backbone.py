@@ -145,8 +145,16 @@ class ResNetBackbone(nn.Module):
         self.frozen_layers = tuple(frozen_layers)
         self.base_width = base_width
         self.strides = dict(STRIDES)
-        self.fixed = nn.ModuleDict({n: GradientColourFeatures(stride=STRIDES[n]) for n in fixed_features})
-        self.fixed_channels = {n: int(m.channels) for n, m in self.fixed.items()}
+        self.fixed_layers = tuple(fixed_features)
+        # one module for all layers: the cell maps are shared between strides
+        self.fixed = (
+            GradientColourFeatures(strides=[STRIDES[n] for n in self.fixed_layers])
+            if fixed_features
+            else None
+        )
+        self.fixed_channels = (
+            {n: self.fixed.channels[STRIDES[n]] for n in self.fixed_layers} if self.fixed else {}
+        )
         self.channels = {n: c + self.fixed_channels.get(n, 0) for n, c in channels.items()}
         deepest = max(LAYERS.index(n) for n in self.output_layers)
         self._run_layers = LAYERS[: deepest + 1]
@@ -220,9 +228,11 @@ class ResNetBackbone(nn.Module):
                 x = self._run(name, x)
             if name in wanted:
                 out[name] = x
-        for name, fixed in self.fixed.items():
-            if name in out:
-                out[name] = torch.cat([out[name], fixed(images)], dim=1)
+        appended = [n for n in self.fixed_layers if n in out]
+        if appended:
+            fixed = self.fixed(images)
+            for name in appended:
+                out[name] = torch.cat([out[name], fixed[STRIDES[name]]], dim=1)
         return out
 
 

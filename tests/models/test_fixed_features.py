@@ -30,24 +30,40 @@ def _edge(vertical: bool) -> torch.Tensor:
     return x
 
 
+def _stride16(images: torch.Tensor) -> torch.Tensor:
+    return GradientColourFeatures()(images)[16]
+
+
 def test_shape_channels_and_padding() -> None:
-    g = GradientColourFeatures()
-    assert g.channels == (3 + 6) * 16
-    assert tuple(g(torch.rand(2, 3, 128, 128)).shape) == (2, 144, 8, 8)
-    assert tuple(g(torch.rand(1, 3, 100, 70)).shape) == (1, 144, 7, 5)  # ceil(H / 16), as layer3
-    with pytest.raises(ValueError, match="multiple of cell"):
-        GradientColourFeatures(stride=16, cell=5)
+    g = GradientColourFeatures(strides=(8, 16))
+    assert g.channels == {8: (3 + 6) * 4, 16: (3 + 6) * 16}
+    out = g(torch.rand(2, 3, 128, 128))
+    assert tuple(out[16].shape) == (2, 144, 8, 8) and tuple(out[8].shape) == (2, 36, 16, 16)
+    out = g(torch.rand(1, 3, 100, 70))
+    assert tuple(out[16].shape) == (1, 144, 7, 5)  # ceil(H / 16), as layer3
+    assert tuple(out[8].shape) == (1, 36, 13, 9)  # ceil(H / 8), as layer2
+    with pytest.raises(ValueError, match="multiples of cell"):
+        GradientColourFeatures(strides=(16,), cell=5)
     with pytest.raises(ValueError, match=r"\(N, 3, H, W\)"):
         g(torch.rand(3, 64, 64))
 
 
+def test_strides_share_cells_and_agree_with_one_stride_alone() -> None:
+    # for sizes that are multiples of the largest stride (every crop the trackers take), the shared cells give
+    # each stride exactly what a module of that stride alone gives
+    x = torch.rand(2, 3, 96, 128) * 2 - 1
+    both = GradientColourFeatures(strides=(8, 16))(x)
+    for s in (8, 16):
+        torch.testing.assert_close(both[s], GradientColourFeatures(strides=(s,))(x)[s], rtol=0, atol=0)
+
+
 def test_a_uniform_image_gives_zeros_not_nans() -> None:
-    f = GradientColourFeatures()(torch.full((1, 3, 64, 64), 0.3))
+    f = _stride16(torch.full((1, 3, 64, 64), 0.3))
     assert torch.isfinite(f).all() and float(f.abs().max()) < 1e-6
 
 
 def test_every_channel_has_zero_spatial_mean() -> None:
-    f = GradientColourFeatures()(torch.rand(2, 3, 64, 96) * 3)
+    f = _stride16(torch.rand(2, 3, 64, 96) * 3)
     assert f.mean(dim=(2, 3)).abs().max() < 1e-5
     assert f.std() > 0.01
 
@@ -55,7 +71,7 @@ def test_every_channel_has_zero_spatial_mean() -> None:
 @pytest.mark.parametrize(("vertical", "strongest"), [(True, 0), (False, 3)])
 def test_orientation_bins(vertical: bool, strongest: int) -> None:
     # a vertical edge has its gradient along x (theta = 0, bin 0); a horizontal one along y (90 deg, bin 3)
-    hist = _cells(GradientColourFeatures()(_edge(vertical)), COLOUR, 6)[0]
+    hist = _cells(_stride16(_edge(vertical)), COLOUR, 6)[0]
     peak = hist.amax(dim=(1, 2))
     assert int(peak.argmax()) == strongest
     # the bins 60 and more degrees away get nothing
@@ -64,7 +80,7 @@ def test_orientation_bins(vertical: bool, strongest: int) -> None:
 
 
 def test_gradients_ignore_brightness_and_colour_sees_it() -> None:
-    g = GradientColourFeatures()
+    g = _stride16
     x = torch.rand(1, 3, 64, 64)
     a, b = g(x), g(x + 0.7)
     torch.testing.assert_close(a[:, COLOUR:], b[:, COLOUR:], atol=1e-5, rtol=1e-4)
@@ -114,8 +130,10 @@ def test_network_with_fixed_features() -> None:
     assert net.backbone.channels["layer3"] == plain.backbone.channels["layer3"] + 144
     assert net.backbone.channels["layer2"] == plain.backbone.channels["layer2"] + 36
     assert net.classifier.feature_head.out_channels == config.clf_feature_dim + 144
-    assert sum(p.numel() for p in net.backbone.fixed.parameters()) == 0
-    assert plain.backbone.fixed_channels == {} and len(plain.backbone.fixed) == 0
+    assert sum(p.numel() for p in net.backbone.parameters()) == sum(
+        p.numel() for p in plain.backbone.parameters()
+    )
+    assert plain.backbone.fixed_channels == {} and plain.backbone.fixed is None
     images = torch.rand(1, 2, 3, 128, 128)
     boxes = torch.tensor([[[40.0, 40.0, 48.0, 40.0]]])
     with torch.no_grad():
@@ -124,6 +142,8 @@ def test_network_with_fixed_features() -> None:
     assert out.clf_scores.shape[-2:] == (9, 9) and torch.isfinite(out.clf_scores).all()
     assert out.box_scores.shape == (1, 2, 3) and torch.isfinite(out.box_scores).all()
     # each layer's output ends with the fixed features of the same images at its stride
-    torch.testing.assert_close(feats["layer3"][:, -144:], net.backbone.fixed["layer3"](images[0]))
-    torch.testing.assert_close(feats["layer2"][:, -36:], net.backbone.fixed["layer2"](images[0]))
+    torch.testing.assert_close(
+        feats["layer3"][:, -144:], GradientColourFeatures(strides=(16,))(images[0])[16]
+    )
+    torch.testing.assert_close(feats["layer2"][:, -36:], GradientColourFeatures(strides=(8,))(images[0])[8])
     assert feats["layer2"].shape[-2:] == (16, 16)
