@@ -133,6 +133,33 @@ def test_scale_learning_rate_blends_the_refined_size_geometrically():
     np.testing.assert_allclose(damped[:2] + damped[2:] / 2, refined[:2] + refined[2:] / 2, rtol=1e-5)
 
 
+def test_aspect_learning_rate_blends_scale_and_aspect_apart():
+    """With its own aspect rate a, frame 1's box has the scale init^(1 - r) x refined^r of sqrt(w h) and the
+    aspect init^(1 - a) x refined^a of w / h; a = r is the per-side blend."""
+    rng = np.random.default_rng(6)
+    frames = [random_frame(rng, 80, 100) for _ in range(2)]
+    init = np.array([30.0, 20.0, 16.0, 12.0])
+    boxes = {}
+    for rate, aspect_rate in ((1.0, None), (0.5, 0.0), (0.5, 0.5), (0.5, None), (1.0, 0.25)):
+        tracker = tiny_tracker(scale_learning_rate=rate, aspect_learning_rate=aspect_rate, **OPENED)
+        tracker.initialize(frames[0], init)
+        boxes[rate, aspect_rate] = tracker.track(frames[1])
+    refined = boxes[1.0, None]
+
+    def scale_aspect(box):
+        return np.sqrt(box[2] * box[3]), box[2] / box[3]
+
+    (s0, a0), (s1, a1) = scale_aspect(init), scale_aspect(refined)
+    assert abs(np.log(a1 / a0)) > 1e-3  # the refinement changed the aspect
+    for (rate, aspect_rate), box in boxes.items():
+        a = rate if aspect_rate is None else aspect_rate
+        np.testing.assert_allclose(
+            scale_aspect(box), (s0 ** (1 - rate) * s1**rate, a0 ** (1 - a) * a1**a), rtol=1e-5
+        )
+        np.testing.assert_allclose(box[:2] + box[2:] / 2, refined[:2] + refined[2:] / 2, rtol=1e-5)
+    np.testing.assert_allclose(boxes[0.5, 0.5], boxes[0.5, None], rtol=1e-6)
+
+
 def test_bad_refine_mode():
     with pytest.raises(ValueError, match="refine_mode"):
         tiny_tracker(refine_mode="adam")

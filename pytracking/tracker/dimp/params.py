@@ -117,6 +117,10 @@ class DiMPParams:
     #: our option (1 = the reference: the refined size replaces the previous one): the new size is the
     #: geometric blend previous^(1 - rate) x refined^rate per side, which damps the size noise of a weak box head
     scale_learning_rate: float = 1.0
+    #: our option (None = ``scale_learning_rate``, as the per-side blend): the rate of the aspect ratio w / h
+    #: alone, with ``scale_learning_rate`` then that of the scale sqrt(w h): each moves geometrically by its own
+    #: rate towards the refined box's, so a box head whose aspect is noisier than its scale can be damped more
+    aspect_learning_rate: float | None = None
     # runtime
     #: torch.compile the per-frame backbone, classifier feature head and box score (:mod:`.compiled`); falls back to
     #: eager with a warning where compilation fails
@@ -159,6 +163,10 @@ class DiMPParams:
         if not 0.0 < self.scale_learning_rate <= 1.0:
             raise ValueError(
                 f"DiMPParams.scale_learning_rate must be in (0, 1], got {self.scale_learning_rate!r}"
+            )
+        if self.aspect_learning_rate is not None and not 0.0 <= self.aspect_learning_rate <= 1.0:
+            raise ValueError(
+                f"DiMPParams.aspect_learning_rate must be None or in [0, 1], got {self.aspect_learning_rate!r}"
             )
         if self.refine_top_k < 1 or self.num_random_boxes < 0:
             raise ValueError("DiMPParams: refine_top_k must be >= 1 and num_random_boxes >= 0")

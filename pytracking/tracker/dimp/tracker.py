@@ -205,8 +205,15 @@ class DiMPTracker:
         centre = box[:2] + box[2:] / 2
         new_pos = (centre.flip(0) - (self.img_sample_sz - 1) / 2) * crop.sample_scale + crop.sample_pos
         new_sz = box[2:].flip(0) * crop.sample_scale
-        rate = self.params.scale_learning_rate
-        if rate < 1.0:
+        rate, aspect_rate = self.params.scale_learning_rate, self.params.aspect_learning_rate
+        if aspect_rate is not None and aspect_rate != rate:
+            # (h, w) -> scale sqrt(h w) and aspect w / h, each blended geometrically at its own rate
+            old_scale, new_scale = self.target_sz.prod().sqrt(), new_sz.prod().sqrt()
+            old_aspect, new_aspect = self.target_sz[1] / self.target_sz[0], new_sz[1] / new_sz[0]
+            scale = old_scale ** (1.0 - rate) * new_scale**rate
+            aspect = old_aspect ** (1.0 - aspect_rate) * new_aspect**aspect_rate
+            new_sz = torch.stack([scale / aspect.sqrt(), scale * aspect.sqrt()])
+        elif rate < 1.0:
             new_sz = self.target_sz ** (1.0 - rate) * new_sz**rate
         self.pos = new_pos.clone()
         self._pos_refined = new_pos.clone()
