@@ -2,7 +2,7 @@
 
     python benchmarks/tracker_fps.py [--pytracking PATH] [--geometry dimp50|super_dimp|nce_plus_tiny]
                                      [--rounds 3] [--frames 20] [--warmup 2] [--threads 1] [--compile]
-                                     [--fixed-cost]
+                                     [--fixed-cost | --against KEY=VALUE [KEY=VALUE ...]]
 
 Both trackers run the same network: pytracking's ``dimpnet50`` with the seeded weights of the tracker golden
 files (``tests/golden/tracker_<geometry>.npz`` names the tensors, ``tests/golden/seeded.py`` fills them).
@@ -11,9 +11,10 @@ pytracking's own DiMP tracker runs it as built (imported from the checkout ``--p
 gets it, converted by ``ltr.admin.import_pytracking`` and prepared by ``load_network`` (BatchNorm folded).
 ``--geometry`` picks the parameter set on both sides: ``dimp50`` (288-pixel crops, 5 refinement steps) or
 ``super_dimp`` (352 pixels, 10 steps); ``nce_plus_tiny`` times ours alone on the demo's CPU-sized network
-(random weights), which pytracking has no counterpart of; with ``--fixed-cost`` the same network without
-its fixed colour and gradient channels (``NetConfig.fixed_clf_features`` / ``fixed_box_features`` off) runs
-first, as the baseline the ratios are taken against.
+(random weights), which pytracking has no counterpart of; with ``--against KEY=VALUE ...`` the same setting's
+network with those ``NetConfig`` fields changed (e.g. ``box_mod_channels=32,32``) runs first, as the
+baseline the ratios are taken against; ``--fixed-cost`` is ``--against fixed_clf_features=false
+fixed_box_features=false`` (the network without its fixed colour and gradient channels).
 
 Every frame takes the full path. On random weights the score map is nearly flat, so DiMP's advanced
 localisation finds a second peak almost as high as the first and calls the frame uncertain (refined, not
@@ -44,7 +45,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -54,7 +55,9 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from ltr.admin.config import apply_overrides  # noqa: E402
 from ltr.admin.import_pytracking import convert  # noqa: E402
+from ltr.train_settings.dimp import SETTINGS  # noqa: E402
 from pytracking.parameter.dimp import get_parameters  # noqa: E402
 from pytracking.tracker.dimp import DiMPTracker, load_network, random_network  # noqa: E402
 from pytracking.tracker.dimp.timing import StageTimer  # noqa: E402
@@ -101,11 +104,16 @@ def make_video(num_frames: int, width: int = 640, height: int = 480) -> tuple[li
 
 
 def our_trackers(
-    geometry: str, seed: int, state: dict, folder: Path, compile_too: bool, fixed_cost: bool = False
+    geometry: str,
+    seed: int,
+    state: dict,
+    folder: Path,
+    compile_too: bool,
+    against: Sequence[str] = (),
 ) -> list[Timed]:
     """Our tracker on the converted network, or for ``TINY`` on the tiny network with random weights (and,
-    with ``compile_too``, the same with ``compile=True``; with ``fixed_cost``, first the tiny network without
-    its fixed channels)."""
+    with ``compile_too``, the same with ``compile=True``; with ``against``, first the tiny network with those
+    ``key=value`` changes to its ``NetConfig``)."""
     if geometry == TINY:
         loaded = random_network(TINY)
     else:
@@ -115,9 +123,15 @@ def our_trackers(
     variants = [("ours", loaded, params)]
     if compile_too:
         variants.append(("ours compiled", loaded, dataclasses.replace(params, compile=True)))
-    if fixed_cost:
-        plain = random_network(TINY, net_fields={"fixed_clf_features": False, "fixed_box_features": False})
-        variants.insert(0, ("ours, no fixed channels", plain, params))
+    if against:
+        net_config = SETTINGS[TINY]().net
+        changed = apply_overrides(net_config, against)
+        fields = {
+            f.name: getattr(changed, f.name)
+            for f in dataclasses.fields(changed)
+            if getattr(changed, f.name) != getattr(net_config, f.name)
+        }
+        variants.insert(0, (f"ours, {' '.join(against)}", random_network(TINY, net_fields=fields), params))
     out = []
     for name, net, p in variants:
         timer = StageTimer()
@@ -240,20 +254,32 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help=f"--geometry {TINY}: time it against the same network without its fixed channels (the baseline)",
     )
+    ap.add_argument(
+        "--against",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"--geometry {TINY}: time it against its network with these NetConfig changes (the baseline)",
+    )
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.frames < 1 or args.warmup < 0 or args.threads < 1:
         ap.error("--rounds, --frames and --threads must be positive, --warmup not negative")
     if args.geometry == TINY and args.pytracking is not None:
         ap.error(f"--geometry {TINY} is ours only (pytracking has no such network): leave out --pytracking")
-    if args.fixed_cost and args.geometry != TINY:
-        ap.error(f"--fixed-cost needs --geometry {TINY} (only that network has fixed channels)")
+    if (args.fixed_cost or args.against) and args.geometry != TINY:
+        ap.error(f"--fixed-cost and --against need --geometry {TINY} (ours only, random weights)")
+    if args.fixed_cost and args.against:
+        ap.error(
+            "--fixed-cost is --against fixed_clf_features=false fixed_box_features=false: give one of them"
+        )
+    against = ["fixed_clf_features=false", "fixed_box_features=false"] if args.fixed_cost else args.against
     if args.compile and args.warmup < 1:
         ap.error("--compile needs --warmup >= 1 (the first tracked frame compiles)")
     torch.set_num_threads(args.threads)
     frames, init_box = make_video(1 + args.warmup + args.frames)
     seed, state = (0, {}) if args.geometry == TINY else tracker_golden_weights(args.geometry)
     with tempfile.TemporaryDirectory() as folder:
-        entries = our_trackers(args.geometry, seed, state, Path(folder), args.compile, args.fixed_cost)
+        entries = our_trackers(args.geometry, seed, state, Path(folder), args.compile, against)
     if args.pytracking is not None:
         entries.insert(0, pytracking_tracker(args.pytracking, args.geometry, seed, state))
     print(
