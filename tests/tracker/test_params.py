@@ -32,6 +32,7 @@ def test_parameter_sets_load(name):
     expected = {"dimp50": (5, 1.0, "default")}.get(name, (5 if "tiny" in name else 10, 2.5e-3, "relative"))
     assert (p.refine_iters, p.refine_step, p.refine_space) == expected
     assert p.scale_learning_rate == (0.25 if "tiny" in name else 1.0)  # the tiny sets damp the size update
+    assert p.aspect_learning_rate == (0.05 if "tiny" in name else None)  # and the aspect more
 
 
 def test_the_longer_tiny_recipe_tracks_with_the_demo_values_and_its_own_checkpoints():
@@ -134,6 +135,14 @@ def test_refine_space_and_score_preprocess_are_checked():
         DiMPParams(refine_space="absolute")
     with pytest.raises(ValueError, match="score_preprocess"):
         DiMPParams(score_preprocess="exp")
+
+
+def test_aspect_learning_rate_is_none_or_in_unit_interval():
+    assert DiMPParams().aspect_learning_rate is None  # the per-side blend at scale_learning_rate
+    DiMPParams(aspect_learning_rate=0.0)
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="aspect_learning_rate"):
+            DiMPParams(aspect_learning_rate=bad)
 
 
 def test_scale_learning_rate_must_be_in_half_open_unit_interval():

@@ -1,6 +1,6 @@
 """DiMP-NCE+ with the CPU-sized network of train setting dimp/nce_plus_tiny (its crops come from its
 config); SuperDiMP's runtime values except four localisation values, the box refinement's length and a
-damped size update, matched to that network and chosen on the synthetic val split
+damped size and aspect update, matched to that network and chosen on the synthetic val split
 (``docs/results/2026-11-22-nce-plus-tiny-params.md``; at the training's search area of 3
 target sizes, ``docs/results/2026-11-26-real-footage.md``):
 
@@ -12,7 +12,9 @@ target sizes, ``docs/results/2026-11-26-real-footage.md``):
 - box refinement stops after 5 steps of SuperDiMP's length (not 10): longer ascents let this network's
   boxes drift in size;
 - the size moves a quarter of the way (geometrically) to each refined box's (``scale_learning_rate=0.25``;
-  the reference takes the refined size whole): the network's size estimates are noisy from frame to frame.
+  the reference takes the refined size whole): the network's size estimates are noisy from frame to frame;
+- the aspect ratio moves a twentieth of the way (``aspect_learning_rate=0.05``): its estimates are noisier
+  still, and a box that drifted in aspect stays wrong for many frames.
 """
 
 from __future__ import annotations
@@ -29,4 +31,5 @@ def parameters() -> DiMPParams:
         displacement_scale=0.5,
         refine_iters=5,
         scale_learning_rate=0.25,
+        aspect_learning_rate=0.05,
     )
