@@ -145,15 +145,12 @@ class ResNetBackbone(nn.Module):
         self.frozen_layers = tuple(frozen_layers)
         self.base_width = base_width
         self.strides = dict(STRIDES)
-        self.fixed_layers = tuple(fixed_features)
         # one module for all layers: the cell maps are shared between strides
         self.fixed = (
-            GradientColourFeatures(strides=[STRIDES[n] for n in self.fixed_layers])
-            if fixed_features
-            else None
+            GradientColourFeatures(strides=[STRIDES[n] for n in fixed_features]) if fixed_features else None
         )
         self.fixed_channels = (
-            {n: self.fixed.channels[STRIDES[n]] for n in self.fixed_layers} if self.fixed else {}
+            {n: self.fixed.channels[STRIDES[n]] for n in fixed_features} if self.fixed else {}
         )
         self.channels = {n: c + self.fixed_channels.get(n, 0) for n, c in channels.items()}
         deepest = max(LAYERS.index(n) for n in self.output_layers)
@@ -228,7 +225,7 @@ class ResNetBackbone(nn.Module):
                 x = self._run(name, x)
             if name in wanted:
                 out[name] = x
-        appended = [n for n in self.fixed_layers if n in out]
+        appended = [n for n in self.fixed_channels if n in out]
         if appended:
             fixed = self.fixed(images)
             for name in appended:
