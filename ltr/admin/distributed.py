@@ -137,9 +137,16 @@ def barrier() -> None:
             dist.barrier()
 
 
-def cleanup() -> None:
-    """Destroy the default process group if one exists."""
+def cleanup(synchronize: bool = True) -> None:
+    """Destroy the default process group if one exists.
+
+    With ``synchronize`` every rank first meets at a barrier, so that no rank tears its connections down while
+    another is still using them (gloo then aborts the other rank with "terminate called without an active
+    exception"). Pass False after an error, when the other ranks may never reach the barrier.
+    """
     if dist.is_available() and dist.is_initialized():
+        if synchronize:
+            barrier()
         dist.destroy_process_group()
 
 

@@ -51,9 +51,10 @@ def prepare(device: str = "auto", seed: int = 0) -> distributed.DistInfo:
     return info
 
 
-def finish() -> None:
-    """Leave the process group (no-op in a single process)."""
-    distributed.cleanup()
+def finish(synchronize: bool = True) -> None:
+    """Leave the process group (no-op in a single process); ``synchronize=False`` after an error skips the
+    barrier that every rank otherwise meets first."""
+    distributed.cleanup(synchronize)
 
 
 def build_trainer(

@@ -108,6 +108,7 @@ def train(
     from ltr.trainers.freeze import freeze_parts
 
     info = prepare(device, config.trainer.seed)
+    finished = False
     try:
         dev = resolve_device(device, info)
         pretrained = config.net.pretrained and config.init_from is None
@@ -155,6 +156,8 @@ def train(
             visdom=visdom,
             batch_size_fn=samples_in_batch,
         )
-        return trainer.train(resume=resume)
+        history = trainer.train(resume=resume)
+        finished = True
+        return history
     finally:
-        finish()
+        finish(synchronize=finished)
