@@ -61,7 +61,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip sequences some tracker has no result for (and report them) instead of failing",
     )
     p.add_argument("--no-plots", dest="plots", action="store_false", help="do not write plots")
+    p.add_argument(
+        "--box-errors",
+        action="store_true",
+        help="also write box_errors.csv (per sequence) and box_errors_per_frame.csv: IoU, size, aspect and "
+        "centre errors per frame and the frame each target was lost (eval/box_errors.py)",
+    )
     return p
+
+
+def write_box_errors(
+    ground_truth: Seq[GroundTruth], loaded: Seq[TrackerResults], out_dir: Path, fmt: str
+) -> str:
+    """Write the per-sequence and per-frame box-error tables to ``out_dir``; returns the per-tracker means
+    formatted as ``fmt`` for printing."""
+    from eval.box_errors import box_error_tables, tracker_means
+
+    per_frame, per_sequence = box_error_tables(ground_truth, loaded)
+    atomic_write_text(out_dir / "box_errors.csv", per_sequence.to_csv(index=False, float_format="%.4f"))
+    atomic_write_text(
+        out_dir / "box_errors_per_frame.csv", per_frame.to_csv(index=False, float_format="%.4f")
+    )
+    return format_table(tracker_means(per_sequence), fmt, digits=3)
 
 
 def common_sequences(
@@ -222,5 +243,9 @@ def main(argv: Seq[str] | None = None) -> int:
         parser.exit(2, f"error: cannot write {err.filename}: {err.strerror or err}\n")
     print(f"{args.dataset}: {len(kept)} sequences, protocol {protocol.name}")
     print(format_table(results_table(evaluations, protocol), args.format))
+    if args.box_errors:
+        means = write_box_errors(kept, loaded, out_dir, args.format)
+        print("\nbox errors (means over sequences; size, aspect and centre over frames with IoU > 0.3):")
+        print(means)
     print(f"\nwrote tables, plots and {json_path} to {out_dir}")
     return 0
