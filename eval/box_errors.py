@@ -133,9 +133,10 @@ def box_error_tables(
 
 
 def tracker_means(per_sequence: pd.DataFrame) -> pd.DataFrame:
-    """Mean of each per-sequence column over the sequences and runs of each tracker (``lost``: how many
-    sequences were lost, instead of ``lost_at``)."""
+    """Mean of each per-sequence column over the sequences and runs of each tracker; instead of ``lost_at``,
+    ``lost``: how many sequences were lost, per run."""
     numeric = [c for c in SUMMARY_COLUMNS if c not in ("frames", "lost_at")]
-    means = per_sequence.groupby("tracker", sort=False)[numeric].mean()
-    means["lost"] = per_sequence.groupby("tracker", sort=False)["lost_at"].count()
+    groups = per_sequence.groupby("tracker", sort=False)
+    means = groups[numeric].mean()
+    means["lost"] = groups["lost_at"].count() / groups["run"].nunique()
     return means

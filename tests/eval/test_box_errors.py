@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eval.box_errors import first_lost_frame, frame_box_errors, summarize
+from eval.box_errors import SUMMARY_COLUMNS, first_lost_frame, frame_box_errors, summarize, tracker_means
 from eval.eval_cli import main
 from eval.evaluation import GroundTruth
 from tests.eval.test_run_eval import folder_argv, setup  # noqa: F401 (fixture)
@@ -72,13 +72,22 @@ def test_summary_takes_box_errors_over_found_frames_only():
     assert s["abs_log_aspect"] == pytest.approx(0.2) and s["norm_center"] == pytest.approx(0.2)
 
 
+def test_tracker_means_count_lost_sequences_per_run():
+    rows = [
+        {"tracker": "t", "run": run, "sequence": seq, **dict.fromkeys(SUMMARY_COLUMNS, 0.5), "lost_at": lost}
+        for run, seq, lost in ((0, "a", 7), (0, "b", None), (1, "a", 9), (1, "b", 30))
+    ]
+    means = tracker_means(pd.DataFrame(rows).astype({"lost_at": "Int64"}))
+    assert means.loc["t", "lost"] == 1.5 and means.loc["t", "mean_iou"] == 0.5
+
+
 def test_run_eval_writes_box_error_tables(setup, capsys):  # noqa: F811
     out = setup / "out"
     argv = folder_argv(setup, ["dimp/good", "dimp/bad"], out, "--no-plots", "--box-errors", "--format", "csv")
     assert main(argv) == 0
     printed = capsys.readouterr().out
     # good: every frame exact; seqA's frame 4 is absent and left out. bad: seqB frames 2-4 far away
-    assert "dimp/good,1.000,1.000,0.000,0.000,0.000,0.000,0" in printed
+    assert "dimp/good,1.000,1.000,0.000,0.000,0.000,0.000,0.000" in printed
     per_sequence = pd.read_csv(out / "box_errors.csv")
     good = per_sequence[per_sequence["tracker"] == "dimp/good"]
     assert good["run"].tolist() == [0, 0, 1, 1] and good["frames"].tolist() == [3, 3, 3, 3]
