@@ -65,9 +65,7 @@ class OracleTracker:
         else:
             t.target_sz = torch.stack([g[3], g[2]])
             t.target_scale = torch.sqrt(t.target_sz.prod() / t.base_target_sz.prod())
-        return (
-            torch.cat([t.pos.flip(0) - (t.target_sz.flip(0) - 1) / 2, t.target_sz.flip(0)]).double().numpy()
-        )
+        return t.target_box()
 
 
 def score(job: tuple[str, str, str, str]) -> dict[str, float]:
@@ -122,7 +120,10 @@ def main(argv: list[str] | None = None) -> int:
 
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         runs = list(tqdm(pool.map(score, jobs), total=len(jobs), desc="tracking", unit="run", disable=None))
-    table = {net: dict(zip(MODES, runs[i * 3 : i * 3 + 3], strict=True)) for i, net in enumerate(args.net)}
+    table = {
+        net: dict(zip(MODES, runs[i * len(MODES) : (i + 1) * len(MODES)], strict=True))
+        for i, net in enumerate(args.net)
+    }
     print("| checkpoint | " + " | ".join(MODES) + " |")
     print("|---|" + "---:|" * len(MODES))
     for net, row in table.items():

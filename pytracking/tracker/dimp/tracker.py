@@ -252,6 +252,10 @@ class DiMPTracker:
             "sample_coords": crop.coords,
             "refine_boxes": refine_boxes,
         }
+        return self.target_box()
+
+    def target_box(self) -> np.ndarray:
+        """The current target state as a box (4,) float64 xywh in image pixels (what :meth:`track` returns)."""
         out = torch.cat([self.pos.flip(0) - (self.target_sz.flip(0) - 1) / 2, self.target_sz.flip(0)])
         return out.double().numpy()
 
