@@ -28,7 +28,7 @@ from collections.abc import Sequence as Seq
 import numpy as np
 import pandas as pd
 
-from eval.box_metrics import iou_xywh
+from eval.box_metrics import center_error, iou_xywh
 from eval.evaluation import GroundTruth
 from eval.result_files import TrackerResults
 
@@ -67,7 +67,6 @@ def frame_box_errors(pred: np.ndarray, gt: GroundTruth) -> pd.DataFrame:
         aspect = np.where(usable, p[:, 2] / p[:, 3], np.nan)
     gt_size = np.sqrt(g[:, 2] * g[:, 3])
     gt_aspect = g[:, 2] / g[:, 3]
-    offset = (p[:, :2] + p[:, 2:] / 2) - (g[:, :2] + g[:, 2:] / 2)
     return pd.DataFrame(
         {
             "frame": frames + 1,
@@ -76,7 +75,7 @@ def frame_box_errors(pred: np.ndarray, gt: GroundTruth) -> pd.DataFrame:
             "log_aspect": np.log(aspect / gt_aspect),
             "aspect": aspect,
             "gt_aspect": gt_aspect,
-            "norm_center": np.where(usable, np.hypot(offset[:, 0], offset[:, 1]) / gt_size, np.nan),
+            "norm_center": np.where(usable, center_error(p, g, offset=0.0) / gt_size, np.nan),
         }
     )
 
