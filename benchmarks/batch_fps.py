@@ -4,6 +4,7 @@
                                    [--geometry super_dimp|dimp50|nce_plus_tiny]
                                    [--batches 1 4 16 64] [--sequences 128] [--frames 100] [--size 1280x720]
                                    [--per-slot 16] [--rounds 2] [--threads T] [--compile] [--tf32]
+                                   [--stages] [--distinct] [--sweep]
 
 ``--mode lockstep`` times the trackers alone: B trackers of SuperDiMP's geometry (our ``nce_plus`` network,
 ResNet-50 at 352 pixels, random weights; ``super_dimp`` parameters with the thresholds of :data:`OPEN`), or
@@ -12,9 +13,11 @@ initialised on the first frame of one in-memory video (``tracker_fps.make_video`
 one frame untimed (``--compile``: with ``compile=true``, each B's shapes compiled then), then ``--frames``
 frames timed with
 :func:`pytracking.tracker.dimp.lockstep.track_frames`, all B on the same frame. Printed per B: frames per
-second, the ratio to B = 1 of the same round, the peak GPU memory and the seconds per step of each stage
-(stages are not synchronised with the GPU: a stage that waits for the device carries the work queued
-before it).
+second, the ratio to B = 1 of the same round, the peak GPU memory and the milliseconds per step of each
+stage (synchronised with the GPU around each stage). ``--distinct``: tracker i starts at frame i of the
+video instead (different crops and decisions per tracker). ``--sweep``: instead of the timed frames, steps
+of B, B - 1, ..., 1 trackers, twice; the first pass meets each batch size for the first time (new shapes for
+cuDNN and the allocator), so the ratio of the passes shows what new shapes cost.
 
 ``--mode runner`` (default) times the whole runner:
 the dataset is written once to a temporary folder in the ``folder`` layout (JPEG frames, one
@@ -35,7 +38,10 @@ round runs every B once, the order reversed every other round, so that a drift o
 falls on all alike. Printed per run: sequences, frames, wall seconds, frames per second over the wall time
 (initialisations, reading and writing included), the ratio to B = 1 of the same round, the mean
 initialisation seconds per sequence, the peak GPU memory, and the largest box difference from B = 1 on the
-sequences both tracked. The summary gives the median ratios and what a LaSOT-test-sized run (280 sequences,
+sequences both tracked; with ``--stages`` (B > 1) also the runner's seconds per stage (``start``: new
+sequences' first frames and initialisations, ``read``: waiting for frames read ahead, ``write``: result
+files) and the tracker's milliseconds per step. On a CUDA device the runner uses one torch thread whatever
+``--threads`` says (:mod:`pytracking.evaluation.host_threads`). The summary gives the median ratios and what a LaSOT-test-sized run (280 sequences,
 685 360 frames) would take at each B: 280 initialisations plus the frames at the measured per-frame rate.
 """
 
@@ -47,6 +53,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -57,7 +64,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.tracker_fps import KWDS, OPEN, TINY, make_video  # noqa: E402
+from benchmarks.tracker_fps import KWDS, OPEN, TINY, make_video, video_box  # noqa: E402
 from eval.result_files import read_result_file  # noqa: E402
 from ltr.admin.import_pytracking import convert  # noqa: E402
 from ltr.train_settings.dimp import SETTINGS  # noqa: E402
@@ -66,12 +73,13 @@ from pytracking.evaluation.tracker_spec import TrackerSpec, prepare_spec  # noqa
 from pytracking.parameter.dimp import get_parameters  # noqa: E402
 from pytracking.tracker.dimp import DiMPTracker, random_network  # noqa: E402
 from pytracking.tracker.dimp.lockstep import track_frames  # noqa: E402
-from pytracking.tracker.dimp.timing import StageTimer  # noqa: E402
+from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer  # noqa: E402
 from tests.golden.pytracking_format import write_pytracking_checkpoint  # noqa: E402
 from tests.golden.seeded import tracker_golden_weights  # noqa: E402
 from tests.tracker.helpers import write_tiny_checkpoint  # noqa: E402
 
 LASOT_SEQUENCES, LASOT_FRAMES = 280, 685_360
+TRACK_STAGES = ("crop", "backbone", "classifier", "localisation", "refinement", "update")
 
 
 @dataclasses.dataclass
@@ -84,6 +92,7 @@ class Run:
     track_s: float  # per frame after the first, from the time files
     peak_gib: float | None
     folder: Path
+    stages: StageTimer | None = None
 
     @property
     def fps(self) -> float:
@@ -118,8 +127,11 @@ def write_dataset(root: Path, sequences: int, frames: int, width: int, height: i
     return names
 
 
-def run_once(spec: TrackerSpec, root: Path, names: list[str], batch: int, results: Path) -> Run:
+def run_once(
+    spec: TrackerSpec, root: Path, names: list[str], batch: int, results: Path, stages: bool = False
+) -> Run:
     device = torch.device(spec.device)
+    timer = StageTimer(device) if stages and batch > 1 else None
     if device.type == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -131,6 +143,7 @@ def run_once(spec: TrackerSpec, root: Path, names: list[str], batch: int, result
         sequences=names,
         batch=batch,
         progress=False,
+        timer=timer,
     )
     wall = time.perf_counter() - start
     if report.failed:
@@ -147,7 +160,18 @@ def run_once(spec: TrackerSpec, root: Path, names: list[str], batch: int, result
         float(np.sum([t[1:].sum() for t in times]) / (frames - len(times))),
         peak,
         report.folder,
+        timer,
     )
+
+
+def stage_line(timer: StageTimer) -> str:
+    """The runner's seconds per stage in all, and the tracking stages' milliseconds per step."""
+    steps = timer.counts["crop"]
+    runner = ", ".join(f"{k} {timer.totals[k]:.1f}" for k in ("start", "read", "write"))
+    tracking = ", ".join(
+        f"{k} {1000 * v / steps:.1f}" for k, v in timer.totals.items() if k not in ("start", "read", "write")
+    )
+    return f"{steps} steps; s in all: {runner}, tracking {sum(timer.totals[k] for k in TRACK_STAGES):.1f}; ms per step: {tracking}"
 
 
 def box_difference(a: Run, b: Run) -> float:
@@ -165,27 +189,39 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
     setting = TINY if args.geometry == TINY else "nce_plus"
     loaded = random_network(setting, device=args.device)
     params = dataclasses.replace(get_parameters(args.geometry), compile=args.compile, tf32=args.tf32, **OPEN)
-    frames, box = make_video(args.frames + 2, width, height)
+    most = max(args.batches)
+    offsets = list(range(most)) if args.distinct else [0] * most  # tracker i starts at frame offsets[i]
+    steps = 2 * most if args.sweep else args.frames
+    frames, _ = make_video(max(offsets) + steps + 2, width, height)
     cuda = torch.device(args.device).type == "cuda"
     name = torch.cuda.get_device_name() if cuda else "CPU"
     print(
-        f"lockstep, {args.geometry} geometry on {name}, torch {torch.__version__}, {torch.get_num_threads()} threads"
+        f"lockstep, {args.geometry} geometry on {name}, torch {torch.__version__}, {torch.get_num_threads()} "
+        f"threads, {'distinct videos' if args.distinct else 'one video'}"
     )
     fps: dict[int, list[float]] = {b: [] for b in args.batches}
     for r in range(args.rounds):
         order = sorted(args.batches) if r % 2 == 0 else sorted(args.batches, reverse=True)
         for b in order:
-            timer = StageTimer()
+            timer = StageTimer(args.device)
             trackers = [DiMPTracker(loaded.net, loaded.geometry, params) for _ in range(b)]
-            for t in trackers:
-                t.initialize(frames[0], box)
-            track_frames(trackers, [frames[1]] * b)  # compiles B's shapes with --compile
+            for t, o in zip(trackers, offsets, strict=False):
+                t.initialize(frames[o], video_box(o))
+
+            def step(k: int, n: int, trackers: list = trackers, timer: StageTimer = timer) -> None:
+                """The first ``n`` trackers advance to frame ``k`` of their videos."""
+                track_frames(trackers[:n], [frames[o + k] for o in offsets[:n]], timer=timer)
+
+            step(1, b, timer=NULL_TIMER)  # untimed; compiles B's shapes with --compile
             if cuda:
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
+            if args.sweep:
+                sweep(step, b, cuda)
+                continue
             start = time.perf_counter()
-            for frame in frames[2:]:
-                track_frames(trackers, [frame] * b, timer=timer)
+            for k in range(2, 2 + args.frames):
+                step(k, b)
             fps[b].append(args.frames * b / (time.perf_counter() - start))
             peak = f"{torch.cuda.max_memory_allocated() / 2**30:.2f} GiB" if cuda else "-"
             stages = ", ".join(f"{k} {1000 * v / args.frames:.1f}" for k, v in timer.totals.items())
@@ -193,10 +229,36 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
                 f"round {r + 1}  B={b:<3} {fps[b][-1]:7.1f} FPS  peak {peak}  ms per step: {stages}",
                 flush=True,
             )
+    if args.sweep:
+        return
     print("\nmedian over rounds:")
     for b in sorted(args.batches):
         ratio = statistics.median(x / y for x, y in zip(fps[b], fps[1], strict=True))
         print(f"B={b:<3} {statistics.median(fps[b]):7.1f} FPS  {ratio:5.2f}x B=1")
+
+
+def sweep(step: Callable[[int, int], None], b: int, cuda: bool) -> None:
+    """``--sweep``: steps of b, b - 1, ..., 1 trackers, twice; the first pass meets each batch size after the
+    untimed step at b for the first time (new shapes for cuDNN and the allocator), the second pass again."""
+    passes = []
+    for p in range(2):
+        times = []
+        for i, n in enumerate(range(b, 0, -1)):
+            if cuda:
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            step(2 + p * b + i, n)
+            if cuda:
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+        passes.append(times)
+    first, second = (np.array(t) for t in passes)
+    print(
+        f"sweep B={b}: steps of {b}..1 trackers, first pass {first.sum():.2f} s, second pass {second.sum():.2f} s "
+        f"({first.sum() / second.sum():.2f}x); per step, median ratio first/second "
+        f"{np.median(first / second):.2f}, largest {np.max(first / second):.2f} (at {b - int(np.argmax(first / second))})",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -217,6 +279,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--tf32", action="store_true", help="the trackers with tf32=true (CUDA convolutions in TF32)"
     )
+    ap.add_argument("--distinct", action="store_true", help="lockstep: tracker i starts at frame i")
+    ap.add_argument(
+        "--sweep", action="store_true", help="lockstep: time steps of B..1 trackers twice (new shapes)"
+    )
+    ap.add_argument("--stages", action="store_true", help="runner: seconds per stage (synchronised)")
     args = ap.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     if 1 not in args.batches:
@@ -260,7 +327,9 @@ def main(argv: list[str] | None = None) -> None:
         for r in range(args.rounds):
             order = sorted(args.batches) if r % 2 == 0 else sorted(args.batches, reverse=True)
             for b in order:
-                run = run_once(spec, folder / "data", names[: args.per_slot * b], b, folder / f"r{r}_b{b}")
+                run = run_once(
+                    spec, folder / "data", names[: args.per_slot * b], b, folder / f"r{r}_b{b}", args.stages
+                )
                 runs[b].append(run)
                 peak = f"{run.peak_gib:.1f} GiB" if run.peak_gib is not None else "-"
                 line = (
@@ -271,6 +340,8 @@ def main(argv: list[str] | None = None) -> None:
                 if b != 1 and len(runs[1]) > r:
                     line += f"  boxes within {box_difference(run, runs[1][r]):.2g} px of B=1"
                 print(line, flush=True)
+                if run.stages is not None:
+                    print(f"    {stage_line(run.stages)}", flush=True)
         print("\nmedian over rounds (ratio to B=1 of the same round):")
         for b in sorted(args.batches):
             ratio = statistics.median(r.fps / base.fps for r, base in zip(runs[b], runs[1], strict=True))

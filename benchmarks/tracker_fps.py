@@ -97,10 +97,15 @@ def make_video(num_frames: int, width: int = 640, height: int = 480) -> tuple[li
     frames = []
     for i in range(num_frames):
         frame = np.roll(background, 2 * i, axis=1)
-        x, y = 200 + 4 * i % 300, 150 + 2 * i % 200
+        x, y, _, _ = video_box(i).astype(int)
         frame[y : y + 60, x : x + 60] = texture
         frames.append(frame)
-    return frames, np.array([200.0, 150.0, 60.0, 60.0])
+    return frames, video_box(0)
+
+
+def video_box(i: int) -> np.ndarray:
+    """The xywh box of the square in frame ``i`` of :func:`make_video`."""
+    return np.array([200.0 + 4 * i % 300, 150.0 + 2 * i % 200, 60.0, 60.0])
 
 
 def our_trackers(

@@ -28,6 +28,7 @@ import cv2
 import numpy as np
 
 from ltr.admin.extras import MissingExtra
+from pytracking.evaluation.host_threads import host_threads
 from pytracking.evaluation.tracker_spec import TRACKERS, TrackerSpec, build_tracker, prepare_spec
 from pytracking.tracker.dimp.frames import TrackerInputError, validate_init_box
 from pytracking.visdom_view import draw_boxes
@@ -182,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         spec, warnings = prepare_spec(spec)
         for warning in warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        run = track_video(spec, args.source, args.init, args.save)
+        with host_threads(spec.device):
+            run = track_video(spec, args.source, args.init, args.save)
     except (
         VideoError,
         OSError,

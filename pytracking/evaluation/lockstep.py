@@ -29,6 +29,7 @@ from ltr.dataset.base import Sequence, SequenceDataset
 from pytracking.evaluation.results import write_sequence_results
 from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker, tracker_params
 from pytracking.tracker.dimp.lockstep import track_frames
+from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
 
 Outcome = tuple[str, Any]  # (sequence name, None or a runner.Failure)
 
@@ -57,11 +58,15 @@ def run_lockstep(
     failure: Callable[[str, BaseException, str | None], Outcome],
     frames_done: Callable[[int], None] | None = None,
     readers: int = 8,
+    timer: StageTimer = NULL_TIMER,
 ) -> None:
     """Track the sequences ``names`` of ``dataset`` ``batch`` at a time and write each one's results to
     ``folder`` as it finishes; ``record`` gets every sequence's outcome, ``failure(name, error, traceback
     text or None for the current one)`` makes a failed one's (it re-raises with ``spec.debug``);
-    ``frames_done(n)`` is told the frames of each step (for progress shown between sequence ends). ``readers`` threads read frames ahead."""
+    ``frames_done(n)`` is told the frames of each step (for progress shown between sequence ends). ``readers``
+    threads read frames ahead. ``timer`` gets the tracker's stages of every step (:func:`track_frames`) and the
+    runner's own: ``start`` (new sequences' first frames and initialisations), ``read`` (waiting for frames
+    read ahead) and ``write`` (result files)."""
     from pytracking.evaluation.runner import read_frame, start_sequence  # the one-at-a-time runner's rules
 
     opened: list[tuple[str, Sequence]] = []
@@ -75,6 +80,10 @@ def run_lockstep(
     pad_to = batch if tracker_params(spec).compile else None  # one input shape for torch.compile
 
     def fill(pool: ThreadPoolExecutor) -> None:
+        with timer.stage("start"):
+            _fill(pool)
+
+    def _fill(pool: ThreadPoolExecutor) -> None:
         while len(slots) < batch:
             name, sequence = next(queue, (None, None))
             if name is None:
@@ -94,7 +103,8 @@ def run_lockstep(
 
     def finish(slot: _Slot) -> None:
         try:
-            write_sequence_results(folder, slot.sequence.name, slot.boxes, slot.times)
+            with timer.stage("write"):
+                write_sequence_results(folder, slot.sequence.name, slot.boxes, slot.times)
         except Exception as err:  # noqa: BLE001
             record(failure(slot.sequence.name, err, None))
             return
@@ -107,7 +117,8 @@ def run_lockstep(
             for slot in list(slots):
                 assert slot.pending is not None
                 try:
-                    frame = slot.pending.result()
+                    with timer.stage("read"):
+                        frame = slot.pending.result()
                 except Exception as err:  # noqa: BLE001 - the frame's data error ends this sequence only
                     slots.remove(slot)
                     record(failure(slot.sequence.name, err, None))
@@ -120,7 +131,9 @@ def run_lockstep(
             if ready:
                 start = time.perf_counter()
                 try:
-                    out = track_frames([s.tracker for s, _ in ready], [f for _, f in ready], pad_to=pad_to)
+                    out = track_frames(
+                        [s.tracker for s, _ in ready], [f for _, f in ready], timer=timer, pad_to=pad_to
+                    )
                 except Exception as err:  # noqa: BLE001 - a bug in a batched step: every sequence in it fails
                     text = traceback.format_exc()
                     for slot, _ in ready:

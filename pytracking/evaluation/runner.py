@@ -31,8 +31,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from ltr.admin.device import resolve_device
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
 from ltr.dataset.registry import BENCHMARKS
+from pytracking.evaluation.host_threads import CUDA_HOST_THREADS, host_threads
 from pytracking.evaluation.results import is_finished, result_folder, write_sequence_results
 from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker
 from pytracking.tracker.dimp.frames import (
@@ -41,6 +43,7 @@ from pytracking.tracker.dimp.frames import (
     input_frame_wh,
     validate_init_box,
 )
+from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
 
 
 @dataclass(frozen=True)
@@ -189,11 +192,13 @@ def run_dataset(
     batch: int = 1,
     progress: bool = True,
     on_failure: Callable[[Failure], None] | None = None,
+    timer: StageTimer | None = None,
 ) -> RunReport:
     """Track every (or the named) sequence of ``dataset`` not finished yet; see the module docstring.
 
     ``on_failure`` is called with each failure as soon as it happens (e.g. to print its line while the run
-    goes on); the report lists them all at the end.
+    goes on); the report lists them all at the end. ``timer`` (``batch`` > 1 only) accumulates the seconds of
+    the lockstep runner's stages (:func:`.lockstep.run_lockstep`).
     """
     from tqdm import tqdm
 
@@ -203,6 +208,8 @@ def run_dataset(
         raise ValueError(f"batch must be >= 1, got {batch}")
     if batch > 1 and (threads > 1 or spec.visdom is not None or not spec.needs_network):
         raise ValueError("batch > 1 is for DiMP trackers in one process, without visdom")
+    if timer is not None and batch == 1:
+        raise ValueError("timer times the lockstep runner: it needs batch > 1")
     folder = result_folder(results_root, spec.name, spec.results_name, runid)
     names = dataset.open().sequence_names()
     if sequences:
@@ -223,6 +230,30 @@ def run_dataset(
         if outcome[1] is not None and on_failure is not None:
             on_failure(outcome[1])
 
+    with host_threads(spec.device):
+        _track(spec, dataset, folder, todo, threads, batch, record, bar, timer)
+    bar.close()
+    order = {n: i for i, n in enumerate(todo)}
+    for name, failure in sorted(outcomes, key=lambda o: order[o[0]]):
+        if failure is None:
+            report.done.append(name)
+        else:
+            report.failed.append(failure)
+    return report
+
+
+def _track(
+    spec: TrackerSpec,
+    dataset: DatasetSpec,
+    folder: Path,
+    todo: list[str],
+    threads: int,
+    batch: int,
+    record: Callable[[tuple[str, Failure | None]], None],
+    bar: Any,
+    timer: StageTimer | None,
+) -> None:
+    """Track the sequences ``todo`` as :func:`run_dataset` was asked (lockstep, one process or a pool)."""
     if batch > 1:
         from pytracking.evaluation.lockstep import run_lockstep
 
@@ -244,13 +275,15 @@ def run_dataset(
             record=record,
             failure=_lockstep_failure,
             frames_done=frames_done,
+            timer=timer or NULL_TIMER,
         )
     elif threads == 1 or len(todo) <= 1:
         _setup(spec, dataset, folder, None)
         for name in todo:
             record(_run_one(name))
     else:
-        torch_threads = max(1, (os.cpu_count() or 1) // threads)
+        cuda = resolve_device(spec.device).type == "cuda"
+        torch_threads = CUDA_HOST_THREADS if cuda else max(1, (os.cpu_count() or 1) // threads)
         with ProcessPoolExecutor(
             max_workers=min(threads, len(todo)),
             mp_context=get_context("spawn"),
@@ -260,11 +293,3 @@ def run_dataset(
             futures = [pool.submit(_run_one, name) for name in todo]
             for fut in as_completed(futures):
                 record(fut.result())
-    bar.close()
-    order = {n: i for i, n in enumerate(todo)}
-    for name, failure in sorted(outcomes, key=lambda o: order[o[0]]):
-        if failure is None:
-            report.done.append(name)
-        else:
-            report.failed.append(failure)
-    return report

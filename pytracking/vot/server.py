@@ -177,12 +177,17 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("error: the TraX server needs the vot extra: pip install 'ebmtrack[vot]'", file=sys.stderr)
         return 2
+    from ltr.admin.device import resolve_device
+    from pytracking.evaluation.host_threads import host_threads
+
     try:
         check_options(options)
-    except ValueError as err:
+        device = resolve_device(options.device)
+    except ValueError as err:  # DeviceError too
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return serve(options)
+    with host_threads(device):
+        return serve(options)
 
 
 if __name__ == "__main__":

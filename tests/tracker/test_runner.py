@@ -347,3 +347,57 @@ def test_lockstep_starts_the_longest_sequences_first(tree, tmp_path):
     assert outcomes == [("b", None), ("a", None), ("c", None)]
     for name, n in (("a", 2), ("b", 3), ("c", 9)):
         assert read_result_file(tmp_path / "out" / f"{name}.txt").shape == (n, 4)
+
+
+def test_lockstep_timer_counts_the_runner_and_tracker_stages(tree, tmp_path):
+    """A timer given to run_dataset sees every lockstep step's tracker stages once, each sequence's start and
+    result file once, and a wait for every frame read ahead; batch 1 refuses it (no lockstep runner)."""
+    from pytracking.evaluation.runner import DatasetSpec, run_dataset
+    from pytracking.evaluation.tracker_spec import TrackerSpec, prepare_spec
+    from pytracking.tracker.dimp.timing import StageTimer
+
+    _, ckpt, _ = tree
+    root = tmp_path / "lengths"
+    for name, n in (("a", 2), ("b", 3), ("c", 9)):
+        make_folder_sequence(root, name, [[3.0, 2.0, 6.0, 5.0]] * n)
+    spec, _ = prepare_spec(TrackerSpec("dimp", "nce_plus_tiny", str(ckpt), "cpu"))
+    timer = StageTimer()
+    report = run_dataset(
+        spec,
+        DatasetSpec("folder", str(root)),
+        results_root=tmp_path / "r",
+        batch=2,
+        progress=False,
+        timer=timer,
+    )
+    assert sorted(report.done) == ["a", "b", "c"]
+    steps = 8  # as in test_lockstep_starts_the_longest_sequences_first
+    for stage in ("crop", "backbone", "classifier", "localisation", "refinement", "update"):
+        assert timer.counts[stage] == steps, stage
+    assert timer.counts["write"] == 3
+    assert timer.counts["read"] == (2 - 1) + (3 - 1) + (9 - 1)  # every frame after each first
+    assert timer.counts["start"] >= 2 and all(v > 0 for v in timer.totals.values())
+    with pytest.raises(ValueError, match="batch > 1"):
+        run_dataset(
+            spec, DatasetSpec("folder", str(root)), results_root=tmp_path / "r1", progress=False, timer=timer
+        )
+
+
+def test_cuda_trackers_run_with_one_host_thread_and_cpu_trackers_keep_theirs():
+    """host_threads: a CUDA device's block sees CUDA_HOST_THREADS intra-op threads and the setting comes back
+    (also after an error); a CPU device's block keeps the process's threads."""
+    from pytracking.evaluation.runner import CUDA_HOST_THREADS, host_threads
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        with host_threads(torch.device("cuda", 0)):  # a resolved device: no GPU needed
+            assert torch.get_num_threads() == CUDA_HOST_THREADS == 1
+        assert torch.get_num_threads() == 3
+        with pytest.raises(RuntimeError), host_threads(torch.device("cuda")):
+            raise RuntimeError("a failed run")
+        assert torch.get_num_threads() == 3
+        with host_threads("cpu"):
+            assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)

@@ -107,6 +107,7 @@ def test_unreadable_frame_ends_the_session_with_its_reason(
         (["dimp", "nce_plus_tiny", "--net", "missing.pth"], "missing.pth: no such checkpoint file"),
         (["dimp", "nce_plus_tiny", "refine"], "expected key=value"),
         (["dimp", "nce_plus_tiny", "no_such_field=1", "--net", "{ckpt}"], "no_such_field"),
+        (["dimp", "nce_plus_tiny", "--net", "{ckpt}", "--device", "tpu"], "device must be auto, cpu or cuda"),
     ],
 )
 def test_argument_errors_are_one_line_before_the_handshake(

@@ -1,0 +1,32 @@
+"""How many CPU threads torch gets while trackers run on a GPU."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+
+from ltr.admin.device import resolve_device
+
+#: torch's intra-op threads in a process whose trackers run on a CUDA device. The host there only launches
+#: kernels, copies frames and does small arithmetic; more threads fight the frame readers for the cores
+#: (on an H100's 16-core host: 64 sequences in lockstep 1.35x the frames per second, one tracker 1.38x;
+#: docs/results/2026-11-26-batched-sequences.md).
+CUDA_HOST_THREADS = 1
+
+
+@contextmanager
+def host_threads(device: str | torch.device) -> Iterator[None]:
+    """Run the block with :data:`CUDA_HOST_THREADS` intra-op threads when ``device`` (``auto`` resolved as the
+    trackers resolve it) is a CUDA device, torch's setting restored afterwards; CPU trackers keep the process's
+    threads."""
+    if resolve_device(device).type != "cuda":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(CUDA_HOST_THREADS)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
