@@ -41,8 +41,9 @@ initialisation seconds per sequence, the peak GPU memory, and the largest box di
 sequences both tracked; with ``--stages`` (B > 1) also the runner's seconds per stage (``start``: new
 sequences' first frames and initialisations, ``read``: waiting for frames read ahead, ``write``: result
 files) and the tracker's milliseconds per step. On a CUDA device the runner uses one torch thread whatever
-``--threads`` says (:mod:`pytracking.evaluation.host_threads`). The summary gives the median ratios and what a LaSOT-test-sized run (280 sequences,
-685 360 frames) would take at each B: 280 initialisations plus the frames at the measured per-frame rate.
+``--threads`` says (:mod:`pytracking.evaluation.host_threads`). The summary gives the median ratios and
+what a LaSOT-test-sized run (280 sequences, 685 360 frames) would take at each B: 280 initialisations plus
+the frames at the measured per-frame rate.
 """
 
 from __future__ import annotations
@@ -171,7 +172,8 @@ def stage_line(timer: StageTimer) -> str:
     tracking = ", ".join(
         f"{k} {1000 * v / steps:.1f}" for k, v in timer.totals.items() if k not in ("start", "read", "write")
     )
-    return f"{steps} steps; s in all: {runner}, tracking {sum(timer.totals[k] for k in TRACK_STAGES):.1f}; ms per step: {tracking}"
+    total = sum(timer.totals[k] for k in TRACK_STAGES)
+    return f"{steps} steps; s in all: {runner}, tracking {total:.1f}; ms per step: {tracking}"
 
 
 def box_difference(a: Run, b: Run) -> float:

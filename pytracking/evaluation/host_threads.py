@@ -10,9 +10,8 @@ import torch
 from ltr.admin.device import resolve_device
 
 #: torch's intra-op threads in a process whose trackers run on a CUDA device. The host there only launches
-#: kernels, copies frames and does small arithmetic; more threads fight the frame readers for the cores
-#: (on an H100's 16-core host: 64 sequences in lockstep 1.35x the frames per second, one tracker 1.38x;
-#: docs/results/2026-11-26-batched-sequences.md).
+#: kernels, copies frames and does small arithmetic; more threads fight the frame readers for the cores and
+#: slow every step (measured in docs/results/2026-11-26-batched-sequences.md, the H100's third sitting).
 CUDA_HOST_THREADS = 1
 
 
