@@ -19,7 +19,7 @@ CUDA_HOST_THREADS = 1
 def host_threads(device: str | torch.device) -> Iterator[None]:
     """Run the block with :data:`CUDA_HOST_THREADS` intra-op threads when ``device`` (``auto`` resolved as the
     trackers resolve it) is a CUDA device, torch's setting restored afterwards; CPU trackers keep the process's
-    threads."""
+    threads. The setting is process-wide: other threads of the process see it while the block runs."""
     if resolve_device(device).type != "cuda":
         yield
         return
