@@ -81,6 +81,7 @@ from tests.tracker.helpers import write_tiny_checkpoint  # noqa: E402
 
 LASOT_SEQUENCES, LASOT_FRAMES = 280, 685_360
 TRACK_STAGES = ("crop", "backbone", "classifier", "localisation", "refinement", "update")
+RUNNER_STAGES = ("start", "read", "write")  # the lockstep runner's own (run_lockstep's timer)
 
 
 @dataclasses.dataclass
@@ -168,9 +169,9 @@ def run_once(
 def stage_line(timer: StageTimer) -> str:
     """The runner's seconds per stage in all, and the tracking stages' milliseconds per step."""
     steps = timer.counts["crop"]
-    runner = ", ".join(f"{k} {timer.totals[k]:.1f}" for k in ("start", "read", "write"))
+    runner = ", ".join(f"{k} {timer.totals[k]:.1f}" for k in RUNNER_STAGES)
     tracking = ", ".join(
-        f"{k} {1000 * v / steps:.1f}" for k, v in timer.totals.items() if k not in ("start", "read", "write")
+        f"{k} {1000 * v / steps:.1f}" for k, v in timer.totals.items() if k not in RUNNER_STAGES
     )
     total = sum(timer.totals[k] for k in TRACK_STAGES)
     return f"{steps} steps; s in all: {runner}, tracking {total:.1f}; ms per step: {tracking}"

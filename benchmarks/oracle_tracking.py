@@ -23,11 +23,16 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-from concurrent.futures import ProcessPoolExecutor
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.tune_tracker import print_grid, run_grid  # noqa: E402
 
 MODES = ("none", "position", "size")
 
@@ -116,24 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{len(args.net)} checkpoints x {len(MODES)} modes of dimp/{args.param} on {args.dataset}", flush=True
     )
-    from tqdm import tqdm
-
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        runs = list(tqdm(pool.map(score, jobs), total=len(jobs), desc="tracking", unit="run", disable=None))
-    table = {
-        net: dict(zip(MODES, runs[i * len(MODES) : (i + 1) * len(MODES)], strict=True))
-        for i, net in enumerate(args.net)
-    }
-    print("| checkpoint | " + " | ".join(MODES) + " |")
-    print("|---|" + "---:|" * len(MODES))
-    for net, row in table.items():
-        print(f"| {net} | " + " | ".join(f"{row[m]['_all']:.2f}" for m in MODES) + " |")
+    table = run_grid(score, args.net, MODES, jobs, args.jobs)
+    print_grid(table, MODES, lambda run: f"{run['_all']:.2f}")
     means = {m: statistics.mean(row[m]["_all"] for row in table.values()) for m in MODES}
     print("| mean | " + " | ".join(f"{means[m]:.2f}" for m in MODES) + " |")
     print("\nper sequence, mean over checkpoints:")
     print("| sequence | " + " | ".join(MODES) + " |")
     print("|---|" + "---:|" * len(MODES))
-    names = [n for n in runs[0] if n != "_all"]
+    names = [n for n in next(iter(table.values()))[MODES[0]] if n != "_all"]
     for name in names:
         cells = [statistics.mean(row[m][name] for row in table.values()) for m in MODES]
         print(f"| {name} | " + " | ".join(f"{c:.1f}" for c in cells) + " |")

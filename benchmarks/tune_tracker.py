@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,32 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
         if "=" not in item:
             raise argparse.ArgumentTypeError(f"variant {text!r}: {item!r} is not KEY=VALUE")
     return name, overrides
+
+
+def run_grid(
+    score: Callable[[Any], Any],
+    nets: Sequence[Path],
+    columns: Sequence[str],
+    jobs: Sequence[Any],
+    workers: int,
+) -> dict[Path, dict[str, Any]]:
+    """``score`` of every job, ``workers`` at a time in worker processes (a progress bar on a terminal only);
+    ``jobs`` lists (checkpoint, column) pairs checkpoint by checkpoint. Returns {checkpoint: {column: result}}."""
+    from tqdm import tqdm
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        results = iter(
+            tqdm(pool.map(score, jobs), total=len(jobs), desc="tracking", unit="run", disable=None)
+        )
+        return {net: {c: next(results) for c in columns} for net in nets}
+
+
+def print_grid(table: dict[Path, dict[str, Any]], columns: Sequence[str], cell: Callable[[Any], str]) -> None:
+    """One markdown row per checkpoint of :func:`run_grid`'s table, each result written by ``cell``."""
+    print("| checkpoint | " + " | ".join(columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    for net, row in table.items():
+        print(f"| {net} | " + " | ".join(cell(row[c]) for c in columns) + " |")
 
 
 def score(job: tuple[str, Any, str]) -> float:
@@ -95,19 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         f"split, {args.jobs} at a time",
         flush=True,
     )
-    from tqdm import tqdm
-
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        # one bar step per (checkpoint, variant) pair, on a terminal only (disable=None)
-        aucs = list(tqdm(pool.map(score, jobs), total=len(jobs), desc="tracking", unit="run", disable=None))
-    table = {
-        net: dict(zip(names, aucs[i * len(names) : (i + 1) * len(names)], strict=True))
-        for i, net in enumerate(args.net)
-    }
-    print("| checkpoint | " + " | ".join(names) + " |")
-    print("|---|" + "---:|" * len(names))
-    for net, row in table.items():
-        print(f"| {net} | " + " | ".join(f"{row[n]:.2f}" for n in names) + " |")
+    table = run_grid(score, args.net, names, jobs, args.jobs)
+    print_grid(table, names, lambda auc: f"{auc:.2f}")
     first = names[0]
     print(f"mean AUC over checkpoints (difference to {first}; checkpoints where it is higher):")
     for n in names:
