@@ -9,6 +9,12 @@ computes layer4. ``base_width < 64`` gives the reduced-width networks used by th
 (ResNet-18 with w = 16 has 1/16 of the parameters and about 1/16 of the multiply-adds); they have no
 pretrained weights.
 
+``norm="ibn"`` makes the trunk IBN-a (Pan et al., "Two at Once: Enhancing Learning and Generalization Capacities
+via IBN-Net", ECCV 2018): in layer1-layer3 the first normalisation of every residual block normalises half of
+its channels per image (:class:`InstanceBatchNorm2d`). Instance normalisation takes each image's contrast and
+colour statistics out of the shallow features, which makes features learnt on one kind of image carry over to
+another (here: synthetic training videos, real footage).
+
 Pretrained ImageNet weights (torchvision ``IMAGENET1K_V1``) are read only from the local torch hub cache; the
 file is checked before torchvision is asked, so nothing is ever downloaded. A missing file raises
 :class:`MissingWeightsError` naming the exact path to put it at.
@@ -26,6 +32,11 @@ from torchvision.models.resnet import BasicBlock, Bottleneck
 
 from ltr.admin.registry import Registry
 from ltr.models.fixed_features import GradientColourFeatures
+
+#: normalisation of the residual trunk: "batch" (torchvision's, the reference) or "ibn" (IBN-a, module docstring)
+NORMS = ("batch", "ibn")
+#: the layers whose blocks get IBN-a's instance-normalised half (the paper's conv2_x to conv4_x)
+IBN_LAYERS = ("layer1", "layer2", "layer3")
 
 LAYERS = ("conv1", "layer1", "layer2", "layer3", "layer4")
 STRIDES = {"conv1": 2, "layer1": 4, "layer2": 8, "layer3": 16, "layer4": 32}
@@ -67,8 +78,26 @@ def layer_channels(arch: str, base_width: int = 64) -> dict[str, int]:
     }
 
 
-def _build_trunk(arch: str, base_width: int, num_stages: int) -> nn.ModuleDict:
-    """A torchvision-layout ResNet trunk (conv1, bn1, layer1..layer<num_stages>) of torchvision blocks."""
+class InstanceBatchNorm2d(nn.Module):
+    """IBN-a's normalisation of ``channels`` (N, C, H, W) channels: the first ``C // 2`` by an affine
+    ``InstanceNorm2d`` (statistics of each image alone, in training and inference), the others by a
+    ``BatchNorm2d``. Shape-preserving; each image's output depends on no other image of the batch in eval mode.
+    """
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.split = channels // 2
+        self.instance = nn.InstanceNorm2d(self.split, affine=True)
+        self.batch = nn.BatchNorm2d(channels - self.split)
+
+    def forward(self, x: Tensor) -> Tensor:
+        a, b = x[:, : self.split], x[:, self.split :]
+        return torch.cat([self.instance(a), self.batch(b)], dim=1)
+
+
+def _build_trunk(arch: str, base_width: int, num_stages: int, norm: str = "batch") -> nn.ModuleDict:
+    """A torchvision-layout ResNet trunk (conv1, bn1, layer1..layer<num_stages>) of torchvision blocks; with
+    ``norm="ibn"`` the ``bn1`` of every block in :data:`IBN_LAYERS` is an :class:`InstanceBatchNorm2d`."""
     block, counts, _ = ARCHS[arch]
     w = base_width
     modules: dict[str, nn.Module] = {
@@ -96,6 +125,10 @@ def _build_trunk(arch: str, base_width: int, num_stages: int) -> nn.ModuleDict:
             elif isinstance(sub, nn.BatchNorm2d):
                 nn.init.ones_(sub.weight)
                 nn.init.zeros_(sub.bias)
+    if norm == "ibn":
+        for name in IBN_LAYERS:
+            for block in modules.get(name, ()):
+                block.bn1 = InstanceBatchNorm2d(block.bn1.num_features)
     return nn.ModuleDict(modules)
 
 
@@ -112,6 +145,8 @@ class ResNetBackbone(nn.Module):
         fixed_features: layers (``layer2``, ``layer3``) to which
             :class:`~ltr.models.fixed_features.GradientColourFeatures` of the images, at that layer's stride, are
             appended after the learned channels (``channels`` counts both; ``fixed_channels`` the appended ones).
+        norm: ``"batch"`` (torchvision's trunk) or ``"ibn"`` (IBN-a; module docstring); ``"ibn"`` has no
+            pretrained weights.
     """
 
     def __init__(
@@ -123,6 +158,7 @@ class ResNetBackbone(nn.Module):
         frozen_layers: Sequence[str] = (),
         base_width: int = 64,
         fixed_features: Sequence[str] = (),
+        norm: str = "batch",
     ) -> None:
         super().__init__()
         channels = layer_channels(arch, base_width)  # an unknown arch is the first error
@@ -140,10 +176,15 @@ class ResNetBackbone(nn.Module):
             raise ValueError(f"base_width must be positive, got {base_width}")
         if pretrained and base_width != 64:
             raise ValueError(f"pretrained weights exist only for base_width=64, got base_width={base_width}")
+        if norm not in NORMS:
+            raise ValueError(f"norm must be one of {list(NORMS)}, got {norm!r}")
+        if pretrained and norm != "batch":
+            raise ValueError(f"pretrained weights exist only for norm='batch', got norm={norm!r}")
         self.arch = arch
         self.output_layers = tuple(output_layers)
         self.frozen_layers = tuple(frozen_layers)
         self.base_width = base_width
+        self.norm = norm
         self.strides = dict(STRIDES)
         # one module for all layers: the cell maps are shared between strides
         self.fixed = (
@@ -157,7 +198,7 @@ class ResNetBackbone(nn.Module):
         self._run_layers = LAYERS[: deepest + 1]
         num_stages = deepest  # conv1 is index 0, layer_k is index k
 
-        trunk = _build_trunk(arch, base_width, num_stages)
+        trunk = _build_trunk(arch, base_width, num_stages, norm)
         if pretrained:
             trunk.load_state_dict(_pretrained_state(arch, num_stages))
         self.conv1 = trunk["conv1"]

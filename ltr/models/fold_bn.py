@@ -7,16 +7,21 @@ results only by rounding (about 1e-6 relative in float32).
 Only pairs whose order of application is known are folded, never guessed from attribute order:
 consecutive ``(Conv2d, BatchNorm2d)`` children of an ``nn.Sequential``; ``(conv1, bn1)`` ... ``(conv3, bn3)``
 of torchvision's ResNet ``BasicBlock`` / ``Bottleneck``; ``(conv1, bn1)`` of
-:class:`ltr.models.backbone.ResNetBackbone`. A folded BatchNorm becomes ``nn.Identity``.
+:class:`ltr.models.backbone.ResNetBackbone`. A folded BatchNorm becomes ``nn.Identity``. An IBN-a
+normalisation (:class:`ltr.models.backbone.InstanceBatchNorm2d`) in such a pair has its BatchNorm half folded
+into the convolution's channels it normalises; its instance-normalised half stays.
 """
 
 from __future__ import annotations
 
+import copy
+
+import torch
 from torch import nn
-from torch.nn.utils.fusion import fuse_conv_bn_eval
+from torch.nn.utils.fusion import fuse_conv_bn_eval, fuse_conv_bn_weights
 from torchvision.models.resnet import BasicBlock, Bottleneck
 
-from ltr.models.backbone import ResNetBackbone
+from ltr.models.backbone import InstanceBatchNorm2d, ResNetBackbone
 
 _NAMED_PAIRS: dict[type, tuple[tuple[str, str], ...]] = {
     BasicBlock: (("conv1", "bn1"), ("conv2", "bn2")),
@@ -25,14 +30,34 @@ _NAMED_PAIRS: dict[type, tuple[tuple[str, str], ...]] = {
 }
 
 
+def _has_statistics(bn: nn.Module) -> bool:
+    return isinstance(bn, nn.BatchNorm2d) and bn.track_running_stats and bn.running_mean is not None
+
+
 def _foldable(conv: nn.Module, bn: nn.Module) -> bool:
-    return (
-        isinstance(conv, nn.Conv2d)
-        and isinstance(bn, nn.BatchNorm2d)
-        and bn.track_running_stats
-        and bn.running_mean is not None
-        and conv.out_channels == bn.num_features
+    if isinstance(bn, InstanceBatchNorm2d):
+        bn, channels = bn.batch, bn.split + getattr(bn.batch, "num_features", 0)
+    else:
+        channels = getattr(bn, "num_features", None)
+    return isinstance(conv, nn.Conv2d) and _has_statistics(bn) and conv.out_channels == channels
+
+
+def _fold_batch_half(conv: nn.Conv2d, norm: InstanceBatchNorm2d) -> nn.Conv2d:
+    """``conv`` with ``norm.batch`` folded into its output channels ``norm.split:`` (a copy, with a bias)."""
+    bn, s = norm.batch, norm.split
+    weight, bias = conv.weight.detach(), conv.bias
+    bias = (
+        torch.zeros(weight.shape[0], dtype=weight.dtype, device=weight.device)
+        if bias is None
+        else bias.detach()
     )
+    tail_w, tail_b = fuse_conv_bn_weights(
+        weight[s:], bias[s:], bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias
+    )
+    fused = copy.deepcopy(conv)
+    fused.weight = nn.Parameter(torch.cat([weight[:s], tail_w.detach()]), conv.weight.requires_grad)
+    fused.bias = nn.Parameter(torch.cat([bias[:s], tail_b.detach()]), conv.weight.requires_grad)
+    return fused
 
 
 def _pairs(module: nn.Module) -> list[tuple[str, str]]:
@@ -57,6 +82,11 @@ def fold_batchnorm(module: nn.Module) -> int:
         for conv_name, bn_name in _pairs(parent):
             conv, bn = getattr(parent, conv_name, None), getattr(parent, bn_name, None)
             if conv is None or bn is None or not _foldable(conv, bn):
+                continue
+            if isinstance(bn, InstanceBatchNorm2d):
+                setattr(parent, conv_name, _fold_batch_half(conv, bn))
+                bn.batch = nn.Identity()
+                folded += 1
                 continue
             fused = fuse_conv_bn_eval(conv, bn)
             for p_new, p_old in zip(fused.parameters(), conv.parameters(), strict=False):

@@ -56,11 +56,13 @@ class NetConfig:
     channels (:class:`ltr.models.fixed_features.GradientColourFeatures`) to layer3; the classifier's filter
     sees them next to its learned features, the box head with layer3. ``fixed_box_features`` (ours, off in
     the reference networks) appends the same kind of channels at stride 8 to layer2, the box head's finer
-    input.
+    input. ``backbone_norm="ibn"`` (ours; "batch" in the reference networks) builds the backbone as IBN-a
+    (:class:`ltr.models.backbone.InstanceBatchNorm2d` in layer1-layer3).
     """
 
     backbone: str = "resnet50"
     backbone_width: int = 64
+    backbone_norm: Literal["batch", "ibn"] = "batch"
     pretrained: bool = True
     frozen_layers: tuple[str, ...] = ("conv1", "layer1", "layer2")
     clf_feature_dim: int = 512
@@ -309,6 +311,7 @@ def build_dimpnet(config: NetConfig) -> DiMPNet:
         frozen_layers=config.frozen_layers,
         base_width=config.backbone_width,
         fixed_features=fixed_feature_layers(config),
+        norm=config.backbone_norm,
     )
     ch = backbone.channels
     stride = backbone.strides[CLF_LAYER]

@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 import torchvision
+from torch import nn
 
-from ltr.models.backbone import MissingWeightsError, ResNetBackbone, layer_channels, pretrained_weights_path
+from ltr.models.backbone import (
+    InstanceBatchNorm2d,
+    MissingWeightsError,
+    ResNetBackbone,
+    layer_channels,
+    pretrained_weights_path,
+)
 
 
 def test_layer_shapes_reduced_width():
@@ -97,3 +104,48 @@ def test_bad_arguments_are_named():
         ValueError, match=r"unknown backbone arch 'vgg16'; choose one of \['resnet18', 'resnet50'\]"
     ):
         ResNetBackbone(arch="vgg16", pretrained=False, frozen_layers=("layer9",))  # the arch is named first
+
+
+def test_instance_batch_norm_normalises_half_the_channels_per_image():
+    torch.manual_seed(0)
+    norm = InstanceBatchNorm2d(6)
+    norm.batch.running_mean.copy_(torch.tensor([1.0, -2.0, 0.5]))
+    norm.batch.running_var.copy_(torch.tensor([4.0, 0.25, 1.0]))
+    norm.eval()
+    x = torch.randn(3, 6, 5, 7) * 3 + 2
+    y = norm(x)
+    # the first half: each image's channels to zero mean and unit variance on their own
+    first = y[:, :3].reshape(3, 3, -1)
+    torch.testing.assert_close(first.mean(-1), torch.zeros(3, 3), atol=1e-5, rtol=0)
+    torch.testing.assert_close(first.var(-1, unbiased=False), torch.ones(3, 3), atol=1e-3, rtol=0)
+    # the second half: the running statistics
+    expected = (x[:, 3:] - norm.batch.running_mean[:, None, None]) / (
+        norm.batch.running_var[:, None, None] + 1e-5
+    ).sqrt()
+    torch.testing.assert_close(y[:, 3:], expected)
+    # an image's output does not depend on the others in the batch
+    torch.testing.assert_close(norm(x[1:2]), y[1:2])
+    # nor, in the first half, on the image's contrast and brightness
+    torch.testing.assert_close(norm(x * 5 - 3)[:, :3], y[:, :3], atol=1e-4, rtol=1e-4)
+
+
+def test_ibn_backbone_replaces_the_first_norm_of_every_block_in_layer1_to_layer3():
+    net = ResNetBackbone(
+        arch="resnet18", pretrained=False, base_width=8, norm="ibn", output_layers=("layer3",)
+    )
+    assert isinstance(net.bn1, nn.BatchNorm2d)  # the stem keeps BatchNorm
+    for name in ("layer1", "layer2", "layer3"):
+        for block in getattr(net, name):
+            assert isinstance(block.bn1, InstanceBatchNorm2d)
+            assert block.bn1.split == block.conv1.out_channels // 2
+            assert isinstance(block.bn2, nn.BatchNorm2d)
+    assert net(torch.randn(2, 3, 64, 64))["layer3"].shape == (2, 32, 4, 4)
+    plain = ResNetBackbone(arch="resnet18", pretrained=False, base_width=8, output_layers=("layer3",))
+    assert not any(isinstance(m, InstanceBatchNorm2d) for m in plain.modules())
+
+
+def test_bad_norms_are_named():
+    with pytest.raises(ValueError, match=r"norm must be one of \['batch', 'ibn'\], got 'group'"):
+        ResNetBackbone(arch="resnet18", pretrained=False, norm="group")
+    with pytest.raises(ValueError, match="pretrained weights exist only for norm='batch'"):
+        ResNetBackbone(arch="resnet18", pretrained=True, norm="ibn")

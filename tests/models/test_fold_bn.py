@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from ltr.models.backbone import InstanceBatchNorm2d, ResNetBackbone
 from ltr.models.fold_bn import fold_batchnorm
 from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, build_dimpnet
 from tests.tracker.helpers import tiny_config
@@ -50,6 +51,26 @@ def test_folded_network_computes_the_same_features():
             torch.testing.assert_close(y, x, rtol=1e-4, atol=1e-4)
     # the fold really changed the weights (the statistics are not the identity)
     assert not torch.allclose(folded.backbone.conv1.weight, net.backbone.conv1.weight)
+
+
+def test_ibn_backbones_fold_the_batch_half_and_keep_the_instance_half():
+    torch.manual_seed(0)
+    net = ResNetBackbone(arch="resnet18", pretrained=False, base_width=8, norm="ibn").eval()
+    _randomise_batchnorm(net)
+    for m in net.modules():
+        if isinstance(m, nn.InstanceNorm2d):
+            m.weight.data.normal_()
+            m.bias.data.normal_()
+    folded = copy.deepcopy(net)
+    assert fold_batchnorm(folded) == sum(isinstance(m, nn.BatchNorm2d) for m in net.modules())
+    assert not any(isinstance(m, nn.BatchNorm2d) for m in folded.modules())
+    halves = [m for m in folded.modules() if isinstance(m, InstanceBatchNorm2d)]
+    assert len(halves) == 6 and all(isinstance(m.instance, nn.InstanceNorm2d) for m in halves)
+    images = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        a, b = net(images), folded(images)
+    for layer in a:
+        torch.testing.assert_close(b[layer], a[layer], rtol=1e-4, atol=1e-4)
 
 
 def test_training_mode_is_refused():

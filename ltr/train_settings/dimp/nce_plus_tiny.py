@@ -9,7 +9,10 @@ stays as far inside the crop as in SuperDiMP's samples. Training targets span up
 size (the generator's default: 24%), the sizes real footage has. The classifier's filter also sees fixed
 colour and gradient-orientation channels (``NetConfig.fixed_clf_features``), and the box head the same
 kind of channels at stride 8 (``NetConfig.fixed_box_features``): learned on synthetic videos only, the
-network's own features carry over to real footage less well than such hand-made ones. Learning rates
+network's own features carry over to real footage less well than such hand-made ones. For the same reason
+the backbone is IBN-a (``NetConfig.backbone_norm="ibn"``: half the channels of every residual block's first
+normalisation in layer1-layer3 normalised per image), which takes each image's contrast and colour statistics
+out of the shallow features (``docs/results/2026-11-26-real-footage.md``). Learning rates
 are higher than the paper's, which fine-tunes an ImageNet backbone, and gradients are clipped to a global
 norm of 40 (``trainer.grad_clip``): unclipped, rare gradient spikes made the tracker's quality vary widely
 over training seeds (``docs/results/2026-11-22-nce-plus-tiny-recipe.md``). Everything else follows the base.
@@ -50,6 +53,7 @@ def config() -> DiMPTrainConfig:
             tiny_net_config(feature_size=CROP // 16, search_area_factor=data.search_area_factor),
             fixed_clf_features=True,
             fixed_box_features=True,
+            backbone_norm="ibn",
         ),
         data=data,
         trainer=TrainerConfig(epochs=10, lr_step=7, lr_gamma=0.2, val_every=2, grad_clip=40.0),
