@@ -81,7 +81,8 @@ def layer_channels(arch: str, base_width: int = 64) -> dict[str, int]:
 class InstanceBatchNorm2d(nn.Module):
     """IBN-a's normalisation of ``channels`` (N, C, H, W) channels: the first ``C // 2`` by an affine
     ``InstanceNorm2d`` (statistics of each image alone, in training and inference), the others by a
-    ``BatchNorm2d``. Shape-preserving; each image's output depends on no other image of the batch in eval mode.
+    ``BatchNorm2d`` (an ``nn.Identity`` once :func:`ltr.models.fold_bn.fold_batchnorm` has folded it into the
+    convolution before). Shape-preserving; in eval mode each image's output depends on no other image.
     """
 
     def __init__(self, channels: int) -> None:
