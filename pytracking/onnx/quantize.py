@@ -169,6 +169,9 @@ def quantize_model(
             activation_type=ort_quant.QuantType.QUInt8,
             weight_type=ort_quant.QuantType.QInt8,
             calibrate_method=ort_quant.CalibrationMethod.MinMax,
+            # an InstanceNormalization's scale (C,) has its channels on axis 0; ORT's default axis 1 is out of
+            # range there and falls back to one scale per tensor, with a warning per node (IBN-a backbones)
+            extra_options={"QDQOpTypePerChannelSupportToAxis": {"InstanceNormalization": 0}},
         )
         data = out.read_bytes()
     atomic_write(dst, lambda f: f.write(data))

@@ -114,3 +114,21 @@ def test_fixed_features_stay_float32(tiny_export, int8):
             err = np.sqrt(((tail - ref) ** 2).mean() / (ref**2).mean())
             assert err < 0.02, (layer, err)
             assert np.abs(got[:, :-fixed] - want[:, :-fixed]).max() > 1e-3  # the learned channels are int8
+
+
+def test_instance_norm_scales_are_quantised_per_channel(int8):
+    import onnx
+    from onnx.numpy_helper import to_array
+
+    loaded, _, folder = int8
+    assert loaded.net.backbone.norm == "ibn"  # the tiny setting's network: IBN-a
+    model = onnx.load(str(folder / read_manifest(folder).models["backbone"].file))
+    inits = {i.name: i for i in model.graph.initializer}
+    producer = {o: n for n in model.graph.node for o in n.output}
+    norms = [n for n in model.graph.node if n.op_type == "InstanceNormalization"]
+    assert len(norms) == 6  # one per residual block of layer1-layer3
+    for node in norms:
+        dq = producer[node.input[1]]  # the scale (C,), stored in int8 and dequantised
+        weight, scale = inits[dq.input[0]], to_array(inits[dq.input[1]])
+        assert dq.op_type == "DequantizeLinear" and weight.data_type == onnx.TensorProto.INT8
+        assert scale.shape == tuple(weight.dims)  # one quantisation scale per channel, not per tensor
