@@ -149,3 +149,19 @@ def test_bad_norms_are_named():
         ResNetBackbone(arch="resnet18", pretrained=False, norm="group")
     with pytest.raises(ValueError, match="pretrained weights exist only for norm='batch'"):
         ResNetBackbone(arch="resnet18", pretrained=True, norm="ibn")
+
+
+def test_configs_saved_before_the_norm_option_build_batchnorm_networks():
+    from ltr.admin.config import from_dict, to_dict
+    from ltr.models.tracking import NetConfig, build_dimpnet, tiny_net_config
+
+    old = to_dict(tiny_net_config())
+    del old["backbone_norm"]
+    config = from_dict(NetConfig, old)
+    assert config.backbone_norm == "batch"
+    net = build_dimpnet(config)
+    assert net.backbone.norm == "batch"
+    assert not any(isinstance(m, InstanceBatchNorm2d) for m in net.modules())
+    ibn = build_dimpnet(from_dict(NetConfig, {**old, "backbone_norm": "ibn"}))
+    assert "backbone.layer1.0.bn1.instance.weight" in ibn.state_dict()
+    assert "backbone.layer1.0.bn1.running_mean" in net.state_dict()
