@@ -35,11 +35,11 @@ def _has_statistics(bn: nn.Module) -> bool:
 
 
 def _foldable(conv: nn.Module, bn: nn.Module) -> bool:
-    if isinstance(bn, InstanceBatchNorm2d):
-        bn, channels = bn.batch, bn.split + getattr(bn.batch, "num_features", 0)
-    else:
-        channels = getattr(bn, "num_features", None)
-    return isinstance(conv, nn.Conv2d) and _has_statistics(bn) and conv.out_channels == channels
+    if not isinstance(conv, nn.Conv2d):
+        return False
+    if isinstance(bn, InstanceBatchNorm2d):  # its BatchNorm half normalises the convolution's last channels
+        return _has_statistics(bn.batch) and conv.out_channels == bn.split + bn.batch.num_features
+    return _has_statistics(bn) and conv.out_channels == bn.num_features
 
 
 def _fold_batch_half(conv: nn.Conv2d, norm: InstanceBatchNorm2d) -> nn.Conv2d:
