@@ -112,7 +112,10 @@ def train(
     try:
         dev = resolve_device(device, info)
         pretrained = config.net.pretrained and config.init_from is None
-        net = build_dimpnet(dataclasses.replace(config.net, pretrained=pretrained))
+        try:
+            net = build_dimpnet(dataclasses.replace(config.net, pretrained=pretrained))
+        except ValueError as err:  # a value out of range for the network it describes
+            raise ConfigError(f"net: {err}") from err
         if initial is not None:
             apply_initial_weights(net, initial, config.init_from)
         frozen = frozen_parts(config)
