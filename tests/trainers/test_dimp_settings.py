@@ -127,6 +127,31 @@ def test_config_round_trips_through_plain_data_and_rebuilds_the_network():
     assert sum(p.numel() for p in net.parameters()) > 0
 
 
+def test_the_demo_recipe_trains_an_ibn_a_backbone_with_mixstyle():
+    net = SETTINGS["nce_plus_tiny"]().net
+    assert (net.backbone_norm, net.backbone_mixstyle) == ("ibn", 0.5)
+    assert SETTINGS["nce_plus_tiny_long"]().net == net
+    assert NetConfig().backbone_mixstyle == 0.0  # the reference networks: none
+
+
+@pytest.mark.parametrize(
+    ("override", "says"),
+    [
+        ("net.backbone_mixstyle=1.5", "backbone_mixstyle must be in [0, 1], got 1.5"),
+        ("net.backbone_width=-1", "base_width must be positive, got -1"),
+    ],
+)
+def test_network_values_out_of_range_stop_with_one_line(override, says, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        train_main(
+            ["dimp", "nce_plus_tiny", override, "--workspace", str(tmp_path / "ws"), "--device", "cpu"]
+        )
+    assert e.value.code == 2
+    message = capsys.readouterr().err.strip()
+    assert "\n" not in message
+    assert message == f"error: net: {says}"
+
+
 def test_paper_setting_without_datasets_stops_at_once_naming_every_variable(monkeypatch, tmp_path, capsys):
     for var in DATASET_ENV:
         monkeypatch.delenv(var, raising=False)
