@@ -13,9 +13,7 @@ pretrained weights.
 via IBN-Net", ECCV 2018): in layer1-layer3 the first normalisation of every residual block normalises half of
 its channels per image (:class:`InstanceBatchNorm2d`). Instance normalisation takes each image's contrast and
 colour statistics out of the shallow features, which makes features learnt on one kind of image carry over to
-another (here: synthetic training videos, real footage). ``mixstyle=p`` mixes the per-image channel statistics
-of layer1's and layer2's outputs between the images of a training batch (:class:`ltr.models.mixstyle.MixStyle`,
-the paper's places in a ResNet), with the same aim; it is the identity in eval mode.
+another (here: synthetic training videos, real footage).
 
 Pretrained ImageNet weights (torchvision ``IMAGENET1K_V1``) are read only from the local torch hub cache; the
 file is checked before torchvision is asked, so nothing is ever downloaded. A missing file raises
@@ -34,14 +32,11 @@ from torchvision.models.resnet import BasicBlock, Bottleneck
 
 from ltr.admin.registry import Registry
 from ltr.models.fixed_features import GradientColourFeatures
-from ltr.models.mixstyle import MixStyle
 
 #: normalisation of the residual trunk: "batch" (torchvision's, the reference) or "ibn" (IBN-a, module docstring)
 NORMS = ("batch", "ibn")
 #: the layers whose blocks get IBN-a's instance-normalised half (the paper's conv2_x to conv4_x)
 IBN_LAYERS = ("layer1", "layer2", "layer3")
-#: the layers whose outputs MixStyle mixes in training (after res1 and res2, as in the MixStyle paper)
-MIXSTYLE_LAYERS = ("layer1", "layer2")
 
 LAYERS = ("conv1", "layer1", "layer2", "layer3", "layer4")
 STRIDES = {"conv1": 2, "layer1": 4, "layer2": 8, "layer3": 16, "layer4": 32}
@@ -153,8 +148,6 @@ class ResNetBackbone(nn.Module):
             appended after the learned channels (``channels`` counts both; ``fixed_channels`` the appended ones).
         norm: ``"batch"`` (torchvision's trunk) or ``"ibn"`` (IBN-a; module docstring); ``"ibn"`` has no
             pretrained weights.
-        mixstyle: probability of mixing styles (:class:`~ltr.models.mixstyle.MixStyle`) after each of
-            :data:`MIXSTYLE_LAYERS` in a training batch; 0 (the reference) builds none.
     """
 
     def __init__(
@@ -167,7 +160,6 @@ class ResNetBackbone(nn.Module):
         base_width: int = 64,
         fixed_features: Sequence[str] = (),
         norm: str = "batch",
-        mixstyle: float = 0.0,
     ) -> None:
         super().__init__()
         channels = layer_channels(arch, base_width)  # an unknown arch is the first error
@@ -194,7 +186,6 @@ class ResNetBackbone(nn.Module):
         self.frozen_layers = tuple(frozen_layers)
         self.base_width = base_width
         self.norm = norm
-        self.mixstyle = MixStyle(p=mixstyle) if mixstyle > 0 else None
         self.strides = dict(STRIDES)
         # one module for all layers: the cell maps are shared between strides
         self.fixed = (
@@ -274,8 +265,6 @@ class ResNetBackbone(nn.Module):
                     x = self._run(name, x)
             else:
                 x = self._run(name, x)
-            if self.mixstyle is not None and name in MIXSTYLE_LAYERS:
-                x = self.mixstyle(x)
             if name in wanted:
                 out[name] = x
         appended = [n for n in self.fixed_channels if n in out]

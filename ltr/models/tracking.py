@@ -57,15 +57,12 @@ class NetConfig:
     sees them next to its learned features, the box head with layer3. ``fixed_box_features`` (ours, off in
     the reference networks) appends the same kind of channels at stride 8 to layer2, the box head's finer
     input. ``backbone_norm="ibn"`` (ours; "batch" in the reference networks) builds the backbone as IBN-a
-    (:class:`ltr.models.backbone.InstanceBatchNorm2d` in layer1-layer3). ``backbone_mixstyle`` (ours; 0 in
-    the reference networks) is the probability of MixStyle after layer1 and layer2 in training
-    (:class:`ltr.models.mixstyle.MixStyle`; nothing at tracking time).
+    (:class:`ltr.models.backbone.InstanceBatchNorm2d` in layer1-layer3).
     """
 
     backbone: str = "resnet50"
     backbone_width: int = 64
     backbone_norm: Literal["batch", "ibn"] = "batch"
-    backbone_mixstyle: float = 0.0
     pretrained: bool = True
     frozen_layers: tuple[str, ...] = ("conv1", "layer1", "layer2")
     clf_feature_dim: int = 512
@@ -307,8 +304,6 @@ def fixed_feature_layers(config: NetConfig) -> tuple[str, ...]:
 
 def build_dimpnet(config: NetConfig) -> DiMPNet:
     """The :class:`DiMPNet` described by ``config`` (weights fresh, or ImageNet for the backbone)."""
-    if not 0.0 <= config.backbone_mixstyle <= 1.0:
-        raise ValueError(f"backbone_mixstyle must be in [0, 1], got {config.backbone_mixstyle!r}")
     backbone = ResNetBackbone(
         arch=config.backbone,
         output_layers=BOX_LAYERS,
@@ -317,7 +312,6 @@ def build_dimpnet(config: NetConfig) -> DiMPNet:
         base_width=config.backbone_width,
         fixed_features=fixed_feature_layers(config),
         norm=config.backbone_norm,
-        mixstyle=config.backbone_mixstyle,
     )
     ch = backbone.channels
     stride = backbone.strides[CLF_LAYER]

@@ -127,18 +127,11 @@ def test_config_round_trips_through_plain_data_and_rebuilds_the_network():
     assert sum(p.numel() for p in net.parameters()) > 0
 
 
-def test_the_demo_recipe_trains_an_ibn_a_backbone_with_mixstyle():
-    net = SETTINGS["nce_plus_tiny"]().net
-    assert (net.backbone_norm, net.backbone_mixstyle) == ("ibn", 0.5)
-    assert SETTINGS["nce_plus_tiny_long"]().net == net
-    assert NetConfig().backbone_mixstyle == 0.0  # the reference networks: none
-
-
 @pytest.mark.parametrize(
     ("override", "says"),
     [
-        ("net.backbone_mixstyle=1.5", "backbone_mixstyle must be in [0, 1], got 1.5"),
         ("net.backbone_width=-1", "base_width must be positive, got -1"),
+        ("net.backbone=resnet7", "unknown backbone arch 'resnet7'; choose one of ['resnet18', 'resnet50']"),
     ],
 )
 def test_network_values_out_of_range_stop_with_one_line(override, says, tmp_path, capsys):

@@ -12,9 +12,7 @@ kind of channels at stride 8 (``NetConfig.fixed_box_features``): learned on synt
 network's own features carry over to real footage less well than such hand-made ones. For the same reason
 the backbone is IBN-a (``NetConfig.backbone_norm="ibn"``: half the channels of every residual block's first
 normalisation in layer1-layer3 normalised per image), which takes each image's contrast and colour statistics
-out of the shallow features, and in training MixStyle mixes those statistics between the images of a batch after
-layer1 and layer2 (``NetConfig.backbone_mixstyle=0.5``, the MixStyle paper's probability), so that later layers
-learn to see the same content in many styles (``docs/results/2026-11-26-real-footage.md``). Learning rates
+out of the shallow features (``docs/results/2026-11-26-real-footage.md``). Learning rates
 are higher than the paper's, which fine-tunes an ImageNet backbone, and gradients are clipped to a global
 norm of 40 (``trainer.grad_clip``): unclipped, rare gradient spikes made the tracker's quality vary widely
 over training seeds (``docs/results/2026-11-22-nce-plus-tiny-recipe.md``). Everything else follows the base.
@@ -56,7 +54,6 @@ def config() -> DiMPTrainConfig:
             fixed_clf_features=True,
             fixed_box_features=True,
             backbone_norm="ibn",
-            backbone_mixstyle=0.5,
         ),
         data=data,
         trainer=TrainerConfig(epochs=10, lr_step=7, lr_gamma=0.2, val_every=2, grad_clip=40.0),
