@@ -134,7 +134,7 @@ def test_config_round_trips_through_plain_data_and_rebuilds_the_network():
         ("net.backbone=resnet7", "unknown backbone arch 'resnet7'; choose one of ['resnet18', 'resnet50']"),
     ],
 )
-def test_network_values_out_of_range_stop_with_one_line(override, says, tmp_path, capsys):
+def test_bad_network_values_stop_with_one_line(override, says, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         train_main(
             ["dimp", "nce_plus_tiny", override, "--workspace", str(tmp_path / "ws"), "--device", "cpu"]

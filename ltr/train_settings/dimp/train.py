@@ -114,7 +114,7 @@ def train(
         pretrained = config.net.pretrained and config.init_from is None
         try:
             net = build_dimpnet(dataclasses.replace(config.net, pretrained=pretrained))
-        except ValueError as err:  # a value out of range for the network it describes
+        except ValueError as err:  # a network value out of range or unknown: one line, not a traceback
             raise ConfigError(f"net: {err}") from err
         if initial is not None:
             apply_initial_weights(net, initial, config.init_from)
