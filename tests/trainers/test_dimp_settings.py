@@ -143,6 +143,7 @@ def test_bad_network_values_stop_with_one_line(override, says, tmp_path, capsys)
     message = capsys.readouterr().err.strip()
     assert "\n" not in message
     assert message == f"error: net: {says}"
+    assert not (tmp_path / "ws").exists()  # stopped before anything was written
 
 
 def test_paper_setting_without_datasets_stops_at_once_naming_every_variable(monkeypatch, tmp_path, capsys):
