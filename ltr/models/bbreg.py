@@ -36,6 +36,9 @@ from ltr.ops.prroi_pool import prroi_pool, prroi_pool_dense
 
 Pair = tuple[Tensor, Tensor]
 
+#: bins per side of the test branch's PrRoIPool on (layer2, layer3)
+TEST_POOL_SIZES = (5, 3)
+
 
 def _conv_bn_relu(cin: int, cout: int, *, kernel_size: int = 3, padding: int = 1) -> nn.Sequential:
     return nn.Sequential(
@@ -108,8 +111,8 @@ class EnergyBoxHead(nn.Module):
         self.test_conv3 = nn.Sequential(
             _conv_bn_relu(in_channels[1], mod_channels[1]), _conv_bn_relu(mod_channels[1], mod_channels[1])
         )
-        self.box_fc2 = _LinearBlock(mod_channels[0], linear_channels[0], 5)
-        self.box_fc3 = _LinearBlock(mod_channels[1], linear_channels[1], 3)
+        self.box_fc2 = _LinearBlock(mod_channels[0], linear_channels[0], TEST_POOL_SIZES[0])
+        self.box_fc3 = _LinearBlock(mod_channels[1], linear_channels[1], TEST_POOL_SIZES[1])
         self.predictor = nn.Linear(linear_channels[0] + linear_channels[1], 1, bias=True)
         for m in self.modules():
             if isinstance(m, (nn.Conv2d, nn.Linear)):
@@ -197,16 +200,22 @@ class EnergyBoxHead(nn.Module):
         if boxes_xywh.dim() != 3 or boxes_xywh.shape[0] != n or boxes_xywh.shape[-1] != 4:
             raise ValueError(f"boxes_xywh must be ({n}, S, 4) xywh, got {tuple(boxes_xywh.shape)}")
         s = boxes_xywh.shape[1]
+        (size2, size3), (stride2, stride3) = TEST_POOL_SIZES, self.strides
         if dense:
             xyxy = xywh_to_xyxy(boxes_xywh.to(t2.dtype))
-            p2 = prroi_pool_dense(t2, xyxy, 5, 1.0 / self.strides[0]).flatten(0, 1)
-            p3 = prroi_pool_dense(t3, xyxy, 3, 1.0 / self.strides[1]).flatten(0, 1)
+            p2 = prroi_pool_dense(t2, xyxy, size2, 1.0 / stride2).flatten(0, 1)
+            p3 = prroi_pool_dense(t3, xyxy, size3, 1.0 / stride3).flatten(0, 1)
         else:
             rois = _rois(boxes_xywh.to(t2.dtype))
-            p2 = prroi_pool(t2, rois, 5, 1.0 / self.strides[0])
-            p3 = prroi_pool(t3, rois, 3, 1.0 / self.strides[1])
-        hidden = torch.cat([self.box_fc2(p2), self.box_fc3(p3)], dim=1)
-        return self.predictor(hidden).reshape(n, s)
+            p2 = prroi_pool(t2, rois, size2, 1.0 / stride2)
+            p3 = prroi_pool(t3, rois, size3, 1.0 / stride3)
+        return self.score_pooled(p2, p3).reshape(n, s)
+
+    def score_pooled(self, pooled2: Tensor, pooled3: Tensor) -> Tensor:
+        """f (M,) of M boxes from their pooled modulated test features, (M, M2, 5, 5) and (M, M3, 3, 3)
+        (:data:`TEST_POOL_SIZES`): the per-box layers after the pooling."""
+        hidden = torch.cat([self.box_fc2(pooled2), self.box_fc3(pooled3)], dim=1)
+        return self.predictor(hidden).reshape(-1)
 
     def forward(
         self,

@@ -9,7 +9,8 @@ backbone            images (N, 3, H, W)                                   layer2
 clf_features        layer3 (N, C3, h, w)                                  features (N, C, h, w)
 clf_scores          filters (1, C, k, k), features (1, C, h, w)           scores (1, 1, H', W')
 box_features        layer2, layer3 (1, ...), mod2 (1, M2), mod3 (1, M3)   mod_feat2, mod_feat3
-box_score_grad      mod_feat2, mod_feat3, boxes (1, B, 4)                 scores (1, B), grad (1, B, 4)
+box_tables          mod_feat2, mod_feat3                                  table2, mean2, table3, mean3
+box_score_grad      table2, mean2, table3, mean3, boxes (1, B, 4)         scores (1, B), grad (1, B, 4)
 modulation          layer2, layer3 (1, ...), box (1, 4)                   mod2, mod3
 initial_filter      features (S, C, h, w), boxes (S, 4)                   filters (1, C, k, k)
 filter_step         filters, features (S, C, h, w), boxes (S, 4),          filters
@@ -48,7 +49,7 @@ from pytracking.onnx.manifest import (
 from pytracking.tracker.dimp.network import LoadedNet
 from pytracking.tracker.dimp.params import DiMPParams
 
-__all__ = ["MODEL_NAMES", "OPSET", "export_dimp", "export_model", "example_inputs"]
+__all__ = ["MODEL_NAMES", "OPSET", "TABLES", "export_dimp", "export_model", "example_inputs"]
 
 OPSET = 18
 MODEL_NAMES = (
@@ -56,11 +57,14 @@ MODEL_NAMES = (
     "clf_features",
     "clf_scores",
     "box_features",
+    "box_tables",
     "box_score_grad",
     "modulation",
     "initial_filter",
     "filter_step",
 )
+#: the outputs of ``box_tables``, the per-frame inputs of ``box_score_grad``
+TABLES = ("table2", "mean2", "table3", "mean3")
 
 
 def _shape(value_info: Any) -> list[int | str]:
@@ -122,8 +126,9 @@ def example_inputs(loaded: LoadedNet, num_boxes: int, seed: int = 0) -> dict[str
     """Random inputs at the network's shapes (crops of the geometry's size), for export and for tests.
 
     Keys: ``images`` (2, 3, H, W), ``layer2``, ``layer3`` (1, ...), ``features`` (1, C, h, w), ``filters``,
-    ``mod2``, ``mod3``, ``mod_feat2``, ``mod_feat3``, ``boxes`` (1, num_boxes, 4) and ``box`` (1, 4) inside the
-    crop, ``samples`` (3, C, h, w) with ``sample_boxes`` (3, 4) and ``weights`` (3,).
+    ``mod2``, ``mod3``, ``mod_feat2``, ``mod_feat3``, their summed-area tables ``table2``, ``mean2``,
+    ``table3``, ``mean3``, ``boxes`` (1, num_boxes, 4) and ``box`` (1, 4) inside the crop, ``samples``
+    (3, C, h, w) with ``sample_boxes`` (3, 4) and ``weights`` (3,).
     """
     net = loaded.net
     crop = loaded.geometry.crop_size
@@ -144,6 +149,7 @@ def example_inputs(loaded: LoadedNet, num_boxes: int, seed: int = 0) -> dict[str
         filters = 0.1 * (rand(1, features.shape[1], k, k) - 0.5)
         mod2, mod3 = parts.Modulation(net).eval()(layer2, layer3, boxes[0, :1])
         mod_feat2, mod_feat3 = parts.BoxTestFeatures(net).eval()(layer2, layer3, mod2, mod3)
+        table2, mean2, table3, mean3 = parts.BoxTables()(mod_feat2, mod_feat3)
     samples = torch.cat([features, features.roll(1, -1), features.roll(1, -2)])
     sample_boxes = boxes[0, :1].repeat(3, 1) + rand(3, 4)
     return {
@@ -156,6 +162,10 @@ def example_inputs(loaded: LoadedNet, num_boxes: int, seed: int = 0) -> dict[str
         "mod3": mod3,
         "mod_feat2": mod_feat2,
         "mod_feat3": mod_feat3,
+        "table2": table2,
+        "mean2": mean2,
+        "table3": table3,
+        "mean3": mean3,
         "boxes": boxes,
         "box": boxes[0, :1],
         "samples": samples,
@@ -202,10 +212,17 @@ def _specs(
             ["mod_feat2", "mod_feat3"],
             None,
         ),
+        "box_tables": (
+            parts.BoxTables,
+            ["mod_feat2", "mod_feat3"],
+            ["mod_feat2", "mod_feat3"],
+            list(TABLES),
+            None,
+        ),
         "box_score_grad": (
-            lambda: parts.box_score_and_grad(net, x["mod_feat2"], x["mod_feat3"], x["boxes"]),
-            ["mod_feat2", "mod_feat3", "boxes"],
-            ["mod_feat2", "mod_feat3", "boxes"],
+            lambda: parts.box_score_and_grad(net, [x[k] for k in TABLES], x["boxes"]),
+            [*TABLES, "boxes"],
+            [*TABLES, "boxes"],
             ["scores", "grad"],
             None,
         ),

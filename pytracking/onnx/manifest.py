@@ -37,7 +37,8 @@ __all__ = [
 ]
 
 FORMAT = "ebmtrack-onnx"
-VERSION = 1
+#: 2: the refinement's model pools from summed-area tables made by the ``box_tables`` model
+VERSION = 2
 MANIFEST = "manifest.json"
 
 
@@ -117,8 +118,14 @@ def read_manifest(folder: str | os.PathLike) -> Manifest:
         ) from None
     except (OSError, json.JSONDecodeError) as err:
         raise OnnxExportError(f"{path}: unreadable ({err})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
-        raise OnnxExportError(f"{path}: not an {FORMAT} manifest of version {VERSION}")
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise OnnxExportError(f"{path}: not an {FORMAT} manifest")
+    if data.get("version") != VERSION:
+        raise OnnxExportError(
+            f"{path}: an {FORMAT} manifest of version {data.get('version')!r}, this ebmtrack reads version "
+            f"{VERSION}; export again: python -m pytracking.export_onnx dimp {data.get('param', 'PARAM')} "
+            "--net CHECKPOINT --out DIR"
+        )
     try:
         models = {name: ModelEntry(**entry) for name, entry in data.pop("models").items()}
         return Manifest(**data, models=models)

@@ -6,10 +6,13 @@ Tensor inputs and outputs only, so that ``torch.onnx.export`` records them as gr
 Boxes are xywh crop pixels; ``k`` is the filter size, (h, w) the classification feature map, (H', W') the
 score map (:meth:`DiMPNet.score_map_size`).
 
-The two parts that pool boxes (:class:`Modulation`, :class:`InitialFilter`) and the box score use
+The two parts that pool boxes once per call (:class:`Modulation`, :class:`InitialFilter`) use
 :func:`ltr.ops.prroi_pool.prroi_pool_dense` instead of the tracker's :func:`~ltr.ops.prroi_pool.prroi_pool`:
 the same values without the window that ``prroi_pool`` cuts around the boxes (a shape that depends on the box
-values, which a traced graph would freeze).
+values, which a traced graph would freeze). The box score, which the refinement calls ten times per frame on
+one frame's features, pools from summed-area tables made once per frame (:class:`BoxTables`,
+:func:`ltr.ops.prroi_integral.prroi_pool_integral`): the same values, at a cost per box that does not grow with
+the feature maps.
 
 :func:`box_score_and_grad` gives the refinement's f and df/dbox as ONE traced graph: ``make_fx`` records the
 forward operations and the backward operations that autograd runs for them (``torch.export`` cannot record a
@@ -18,16 +21,22 @@ forward operations and the backward operations that autograd runs for them (``to
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor, nn
 from torch.fx.experimental.proxy_tensor import make_fx
 
+from ltr.models.bbreg import TEST_POOL_SIZES
 from ltr.models.tracking import BOX_LAYERS, CLF_LAYER, DiMPNet
+from ltr.ops.boxes import xywh_to_xyxy
+from ltr.ops.prroi_integral import SummedAreaTable, prroi_pool_integral, summed_area_table
 from ltr.ops.prroi_pool import prroi_pool_dense
 
 __all__ = [
     "BackboneFeatures",
     "BoxScore",
+    "BoxTables",
     "BoxTestFeatures",
     "ClassifierFeatures",
     "ClassifierScores",
@@ -89,35 +98,54 @@ class BoxTestFeatures(nn.Module):
         return self.box_head.modulate((mod2, mod3), test)  # type: ignore[return-value]
 
 
+class BoxTables(nn.Module):
+    """(modulated (1, M2, H2, W2), (1, M3, h, w)) -> their summed-area tables and means (table2
+    (1, H2 + 1, W2 + 1, M2), mean2 (1, M2), table3, mean3): :func:`~ltr.ops.prroi_integral.summed_area_table`,
+    once per frame, for :class:`BoxScore`."""
+
+    def forward(self, mod2: Tensor, mod3: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        return (*summed_area_table(mod2), *summed_area_table(mod3))
+
+
 class BoxScore(nn.Module):
-    """(modulated (1, M2, H2, W2), (1, M3, h, w), boxes (1, S, 4) xywh) -> f (1, S): the box head's
-    ``score_modulated`` with the dense pooling."""
+    """(table2, mean2, table3, mean3 of :class:`BoxTables`, boxes (1, S, 4) xywh) -> f (1, S): the box head's
+    ``score_modulated``, pooling with :func:`~ltr.ops.prroi_integral.prroi_pool_integral`."""
 
     def __init__(self, net: DiMPNet) -> None:
         super().__init__()
         self.box_head = net.box_head
 
-    def forward(self, mod2: Tensor, mod3: Tensor, boxes: Tensor) -> Tensor:
-        return self.box_head.score_modulated((mod2, mod3), boxes, dense=True)
+    def forward(self, table2: Tensor, mean2: Tensor, table3: Tensor, mean3: Tensor, boxes: Tensor) -> Tensor:
+        head = self.box_head
+        xyxy = xywh_to_xyxy(boxes.to(table2.dtype))
+        pooled = [
+            prroi_pool_integral(SummedAreaTable(table, mean), xyxy, size, 1.0 / stride).flatten(0, 1)
+            for table, mean, size, stride in zip(
+                (table2, table3), (mean2, mean3), TEST_POOL_SIZES, head.strides, strict=True
+            )
+        ]
+        return head.score_pooled(*pooled).reshape(boxes.shape[:2])
 
 
-def box_score_and_grad(net: DiMPNet, mod2: Tensor, mod3: Tensor, boxes: Tensor) -> nn.Module:
-    """A traced module ``(mod2, mod3, boxes (1, S, 4) xywh) -> (f (1, S), df/dboxes (1, S, 4))``.
+def box_score_and_grad(net: DiMPNet, tables: Sequence[Tensor], boxes: Tensor) -> nn.Module:
+    """A traced module ``(table2, mean2, table3, mean3, boxes (1, S, 4) xywh) -> (f (1, S), df/dboxes
+    (1, S, 4))`` (:class:`BoxScore` and its gradient).
 
-    Traced with ``make_fx`` at the shapes of the example inputs (every box's f depends on its own box only in
-    eval mode, so the gradient of the sum is each box's gradient). The network's weights must not require
-    grad (:func:`~pytracking.tracker.dimp.network.load_network` freezes them).
+    Traced with ``make_fx`` at the shapes of the example inputs (``tables``: :class:`BoxTables`' outputs;
+    every box's f depends on its own box only in eval mode, so the gradient of the sum is each box's
+    gradient). The network's weights must not require grad (:func:`~pytracking.tracker.dimp.network.load_network`
+    freezes them).
     """
     score = BoxScore(net).eval()
 
-    def value_and_grad(t2: Tensor, t3: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    def value_and_grad(t2: Tensor, m2: Tensor, t3: Tensor, m3: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         with torch.enable_grad():
             y = y.detach().requires_grad_(True)
-            f = score(t2, t3, y)
+            f = score(t2, m2, t3, m3, y)
             (g,) = torch.autograd.grad(f.sum(), y)
         return f.detach(), g
 
-    return make_fx(value_and_grad)(mod2, mod3, boxes)
+    return make_fx(value_and_grad)(*tables, boxes)
 
 
 class Modulation(nn.Module):

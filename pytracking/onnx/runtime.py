@@ -4,7 +4,9 @@
 export folder (:mod:`.export`); the tracker's Python logic (crops, localisation, refinement, sample memory) is
 unchanged. The refinement takes df/dbox by autograd: :class:`OrtStages.box_score` returns the scores of the
 ``box_score_grad`` model as a differentiable function of the boxes whose backward is that model's gradient, so
-:mod:`pytracking.tracker.dimp.refine` runs as it is (one ONNX Runtime call per ascent step).
+:mod:`pytracking.tracker.dimp.refine` runs as it is (one ONNX Runtime call per ascent step). What
+:meth:`OrtStages.box_features` hands it for a frame are the summed-area tables of the modulated features
+(``box_tables``), from which every step pools its boxes.
 
 :func:`check_export` is every check of a folder against a checkpoint file, a network, its geometry and the
 parameters, each failure one line (:class:`OnnxExportError`): no folder or manifest, another checkpoint
@@ -199,17 +201,19 @@ class OrtStages:
     def classify(self, filters: Tensor, clf: Tensor) -> Tensor:
         return self.run("clf_scores", filters, clf)[0][0]
 
-    def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> Pair:
+    def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> tuple[Tensor, ...]:
+        """The modulated test features' summed-area tables and means (``box_tables``' outputs), which
+        :meth:`box_score` takes in their place."""
         mod2, mod3 = self.run("box_features", feats[BOX_LAYERS[0]], feats[BOX_LAYERS[1]], *modulation)
-        return mod2, mod3
+        return tuple(self.run("box_tables", mod2, mod3))
 
-    def box_score(self, modulated: Pair, boxes: Tensor) -> Tensor:
-        feeds = [_numpy(m) for m in modulated]
+    def box_score(self, tables: tuple[Tensor, ...], boxes: Tensor) -> Tensor:
         session = self.sessions["box_score_grad"]
         names = [arg.name for arg in session.get_inputs()]
+        feeds = dict(zip(names[:-1], [_numpy(t) for t in tables], strict=True))
 
         def run(y: Tensor) -> tuple[Tensor, Tensor]:
-            scores, grad = session.run(None, dict(zip(names, [*feeds, _numpy(y)], strict=True)))
+            scores, grad = session.run(None, {**feeds, names[-1]: _numpy(y)})
             return torch.from_numpy(scores).to(y.dtype), torch.from_numpy(grad).to(y.dtype)
 
         return _ScoreWithGrad.apply(boxes, run)

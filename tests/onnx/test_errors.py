@@ -8,7 +8,14 @@ import pytest
 
 from pytracking.export_onnx import main as export_main
 from pytracking.onnx.export import MODEL_NAMES
-from pytracking.onnx.manifest import Manifest, ModelEntry, file_sha256, weights_sha256, write_manifest
+from pytracking.onnx.manifest import (
+    VERSION,
+    Manifest,
+    ModelEntry,
+    file_sha256,
+    weights_sha256,
+    write_manifest,
+)
 from pytracking.run_tracker import main as run_tracker
 from pytracking.tracker.dimp import load_network
 from tests.dataset.fixtures import make_folder_sequence
@@ -101,6 +108,16 @@ def test_export_of_another_checkpoint_or_other_parameters(tree, capsys):
     (folder / "filter_step.onnx").unlink()
     assert track(tree, f"onnx_dir={folder}") == 2
     assert "filter_step.onnx: missing" in error_line(capsys)
+
+
+def test_an_export_of_an_older_manifest_version_asks_for_a_new_export(tree, capsys):
+    folder = fake_export(tree[2] / "export", tree[1])
+    manifest = folder / "manifest.json"
+    manifest.write_text(manifest.read_text().replace(f'"version": {VERSION}', '"version": 1'))
+    assert track(tree, f"onnx_dir={folder}") == 2
+    line = error_line(capsys)
+    assert f"manifest of version 1, this ebmtrack reads version {VERSION}" in line
+    assert "export again: python -m pytracking.export_onnx dimp nce_plus_tiny" in line
 
 
 def test_compile_or_a_gpu_do_not_go_with_onnxruntime(tree, capsys):

@@ -91,7 +91,10 @@ def test_every_model_gives_the_pytorch_parts_outputs_on_new_inputs(setup):
             ):
                 torch.testing.assert_close(got, ref, **TOL)
         modulated = (x["mod_feat2"], x["mod_feat3"])
-        scores, grad = stages.run("box_score_grad", *modulated, x["boxes"])
+        tables = stages.run("box_tables", *modulated)
+        for got, ref in zip(tables, parts.BoxTables()(*modulated), strict=True):
+            torch.testing.assert_close(got, ref, **TOL)
+        scores, grad = stages.run("box_score_grad", *tables, x["boxes"])
         with torch.enable_grad():
             boxes = x["boxes"].clone().requires_grad_(True)
             f = net.box_head.score_modulated(modulated, boxes)

@@ -13,7 +13,7 @@ import torch
 
 from ltr.admin.config import apply_overrides
 from pytracking.export_onnx import main as export_main
-from pytracking.onnx.export import example_inputs
+from pytracking.onnx.export import TABLES, example_inputs
 from pytracking.onnx.manifest import file_sha256, read_manifest
 from pytracking.onnx.quantize import QUANTIZED, calibration_inputs, quantize_export
 from pytracking.onnx.runtime import OrtStages
@@ -62,7 +62,8 @@ def test_int8_models_stay_close_to_float32_and_track(tiny_export, int8):
                 errors.append(np.sqrt(((got - want) ** 2).mean() / (want**2).mean()))
         assert 0 < np.mean(errors) < 0.1 and np.max(errors) < 0.25, (model, errors)
     x = example_inputs(loaded, num_boxes=10, seed=3)
-    scores = [s.run("box_score_grad", x["mod_feat2"], x["mod_feat3"], x["boxes"])[0] for s in (q, fp32)]
+    tables = [x[k] for k in TABLES]
+    scores = [s.run("box_score_grad", *tables, x["boxes"])[0] for s in (q, fp32)]
     torch.testing.assert_close(scores[0], scores[1], rtol=0, atol=0)  # float32 model, unchanged
     tracker = DiMPTracker(
         loaded.net, loaded.geometry, dataclasses.replace(params, backend="onnxruntime", onnx_dir=str(folder))

@@ -1,5 +1,5 @@
 """The exportable parts (pytracking.onnx.parts) against the network's own modules, eagerly (no ONNX needed):
-the dense PrRoIPool, the box score and its traced gradient, the modulation, the filter initializer and one
+the dense PrRoIPool, the box score from summed-area tables and its traced gradient, the modulation, the filter initializer and one
 filter optimizer step."""
 
 import pytest
@@ -41,13 +41,14 @@ def test_box_score_and_its_traced_gradient_are_the_box_heads(loaded):
     net = loaded.net
     x = example_inputs(loaded, num_boxes=6, seed=0)
     modulated = (x["mod_feat2"], x["mod_feat3"])
+    tables = parts.BoxTables()(*modulated)
     other = example_inputs(loaded, num_boxes=6, seed=1)["boxes"]  # the trace must not freeze its boxes
     with torch.no_grad():
-        traced = parts.box_score_and_grad(net, *modulated, x["boxes"])
+        traced = parts.box_score_and_grad(net, tables, x["boxes"])
         for boxes in (x["boxes"], other):
             f, g = value_and_grad(lambda b: net.box_head.score_modulated(modulated, b), boxes)
-            torch.testing.assert_close(parts.BoxScore(net)(*modulated, boxes), f, rtol=1e-5, atol=1e-6)
-            f_traced, g_traced = traced(*modulated, boxes)
+            torch.testing.assert_close(parts.BoxScore(net)(*tables, boxes), f, rtol=1e-5, atol=1e-6)
+            f_traced, g_traced = traced(*tables, boxes)
             torch.testing.assert_close(f_traced, f, rtol=1e-5, atol=1e-6)
             torch.testing.assert_close(g_traced, g, rtol=1e-4, atol=1e-7)
             assert g.abs().max() > 0
