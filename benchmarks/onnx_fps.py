@@ -25,7 +25,11 @@ import dataclasses
 import shutil
 import sys
 import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -68,14 +72,55 @@ def exports(
     return out
 
 
-def timed(name: str, loaded: LoadedNet, params: DiMPParams) -> Timed:
+class ModelTimes:
+    """Seconds and calls per model of a tracker's ONNX Runtime sessions, counted while ``active``."""
+
+    def __init__(self, sessions: dict[str, Any]) -> None:
+        self.seconds: Counter = Counter()
+        self.calls: Counter = Counter()
+        self.frames = 0
+        self.active = False
+        for name, session in sessions.items():
+            session.run = self._timed(name, session.run)
+
+    def _timed(self, name: str, run: Callable[..., Any]) -> Callable[..., Any]:
+        def timed_run(*args: Any, **kwargs: Any) -> Any:
+            if not self.active:
+                return run(*args, **kwargs)
+            start = time.perf_counter()
+            try:
+                return run(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.perf_counter() - start
+                self.calls[name] += 1
+
+        return timed_run
+
+    def line(self) -> str:
+        return ", ".join(
+            f"{name} {1000 * self.seconds[name] / self.calls[name]:.2f} ({self.calls[name] / self.frames:g})"
+            for name in self.calls
+        )
+
+
+def timed(name: str, loaded: LoadedNet, params: DiMPParams) -> tuple[Timed, ModelTimes | None]:
+    """The tracker under ``name`` and, for the ONNX Runtime backend, the per-model times of its sessions."""
     timer = StageTimer()
     tracker = DiMPTracker(loaded.net, loaded.geometry, params, timer=timer)
+    sessions = getattr(tracker.stages, "sessions", None)
+    models = ModelTimes(sessions) if sessions is not None else None
 
     def track(frame: np.ndarray) -> tuple[np.ndarray, str]:
-        return tracker.track(frame), tracker.debug_info["state"]
+        if models is None:
+            return tracker.track(frame), tracker.debug_info["state"]
+        models.active = True
+        models.frames += 1
+        try:
+            return tracker.track(frame), tracker.debug_info["state"]
+        finally:
+            models.active = False
 
-    return Timed(name, tracker.initialize, track, timer)
+    return Timed(name, tracker.initialize, track, timer), models
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -110,10 +155,14 @@ def main(argv: list[str] | None = None) -> None:
         params = dataclasses.replace(get_parameters(args.geometry), seed=seed, **OPEN)
         folder = args.exports or Path(tmp)
         dirs = exports(loaded, params, args.geometry, folder, args.calibration_frames)
-        entries = [timed("torch", loaded, params)]
+        entries = [timed("torch", loaded, params)[0]]
+        models: dict[str, ModelTimes] = {}
         for precision, path in dirs.items():
             ort_params = dataclasses.replace(params, backend="onnxruntime", onnx_dir=str(path))
-            entries.append(timed(f"ort {precision}", loaded, ort_params))
+            entry, times = timed(f"ort {precision}", loaded, ort_params)
+            entries.append(entry)
+            if times is not None:
+                models[entry.name] = times
     if args.pytracking is not None:
         entries.insert(0, pytracking_tracker(args.pytracking, args.geometry, seed, state))
     import onnxruntime
@@ -124,6 +173,8 @@ def main(argv: list[str] | None = None) -> None:
         "per tracker; localisation thresholds: not found -inf, distractor and hard negative +inf"
     )
     report(entries, frames, init_box, args.rounds, args.warmup)
+    for name, times in models.items():
+        print(f"{name}, ms per model call while tracking (calls per frame): {times.line()}")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,26 @@
-"""int8 models by ONNX Runtime's static quantisation, calibrated on frames of a dataset.
+"""int8 models by ONNX Runtime's quantisation: static, calibrated on frames of a dataset, for the convolutions;
+dynamic for the box score's linear layers.
 
 The convolutional models (:data:`QUANTIZED`: the backbone, the classifier feature head, the box head's test
 branches) get int8 weights (per output channel, signed) and int8 activations (unsigned) with ranges calibrated
 on the tensors they see when the float32 models track the first frames of the calibration dataset's
-sequences. The scoring, the refinement's gradient, the modulation and the filter optimizer stay float32: they
-are small, and the gradient and the optimizer's line search are sensitive to rounding. Weights use the
-reduced 7-bit range, which keeps x86 CPUs without VNNI from saturating their int8 products.
+sequences. Weights use the reduced 7-bit range, which keeps x86 CPUs without VNNI from saturating their int8
+products. The refinement's score-and-gradient model (:data:`DYNAMIC`) gets int8 weights (per output channel)
+for the products with the box head's per-box linear layers, in its forward and its backward part, with the
+activations quantised per call (:func:`quantize_linear_layers`): those products read the largest weights of
+the ten calls per frame, while the pooling, the differences and the rest stay float32. The scoring, the
+modulation and the filter optimizer stay float32: they are small, and the optimizer's line search is sensitive
+to rounding.
 
 :func:`quantize_export` turns a float32 export folder into an int8 one in place: the manifest's precision
-becomes ``int8`` with the calibration source (dataset, frames) and the new files' checksums.
+becomes ``int8`` with the calibration source (dataset, frames), the models quantised either way and the new
+files' checksums.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import os
 import tempfile
@@ -34,9 +41,15 @@ from pytracking.tracker.dimp.network import LoadedNet
 from pytracking.tracker.dimp.params import DiMPParams
 from pytracking.tracker.dimp.tracker import DiMPTracker
 
-__all__ = ["QUANTIZED", "calibration_inputs", "quantize_export"]
+__all__ = ["DYNAMIC", "QUANTIZED", "calibration_inputs", "quantize_export", "quantize_linear_layers"]
 
+#: models quantised statically (calibrated activations)
 QUANTIZED = ("backbone", "clf_features", "box_features")
+#: models whose large constant-weight products are quantised dynamically (:func:`quantize_linear_layers`)
+DYNAMIC = ("box_score_grad",)
+#: a product's constant weight matrix with at least this many entries is a linear layer worth int8 (the box
+#: head's per-box layers have 2 304-6 400 x 256; the predictor's 512 and the bins' differences stay float32)
+MIN_LINEAR_WEIGHTS = 65_536
 
 
 class _Recorder:
@@ -177,6 +190,99 @@ def quantize_model(
     atomic_write(dst, lambda f: f.write(data))
 
 
+def _constant_weights(model: Any) -> Any:
+    """``model`` with the constant right operands of its products as plain initializers: a ``Gemm``
+    (``A @ B' + C``, B constant, possibly transposed) becomes ``MatMul`` + ``Add`` and a ``MatMul`` of a
+    transposed initializer takes the transposed copy, since the dynamic quantiser takes only a ``MatMul`` whose
+    weight is an initializer. The values computed are the same."""
+    onnx = import_extra("onnx", "onnx")
+    from onnx import helper, numpy_helper
+
+    inits = {i.name: i for i in model.graph.initializer}
+    producer = {o: n for n in model.graph.node for o in n.output}
+
+    def constant(name: str) -> np.ndarray | None:
+        if name in inits:
+            return numpy_helper.to_array(inits[name])
+        node = producer.get(name)
+        if node is None or node.op_type != "Transpose" or node.input[0] not in inits:
+            return None
+        perm = [list(a.ints) for a in node.attribute if a.name == "perm"]
+        return numpy_helper.to_array(inits[node.input[0]]).transpose(*(perm[0] if perm else []))
+
+    nodes = []
+    for node in model.graph.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        weight = constant(node.input[1]) if node.op_type in ("Gemm", "MatMul") else None
+        plain_gemm = attrs.get("transA", 0) == 0 and attrs.get("alpha", 1.0) == attrs.get("beta", 1.0) == 1.0
+        if weight is None or weight.ndim != 2 or (node.op_type == "Gemm" and not plain_gemm):
+            nodes.append(node)
+            continue
+        if node.op_type == "MatMul" and node.input[1] in inits:
+            nodes.append(node)
+            continue
+        if attrs.get("transB", 0):
+            weight = weight.T
+        name = f"{node.name}_weight"
+        model.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(weight), name))
+        if node.op_type == "MatMul" or len(node.input) < 3 or not node.input[2]:
+            nodes.append(helper.make_node("MatMul", [node.input[0], name], list(node.output), name=node.name))
+        else:
+            product = f"{node.name}_product"
+            nodes.append(helper.make_node("MatMul", [node.input[0], name], [product], name=node.name))
+            nodes.append(
+                helper.make_node("Add", [product, node.input[2]], list(node.output), name=f"{node.name}_bias")
+            )
+    # the transposes of weights that no node reads any more, and those weights, go
+    used = {name for n in nodes for name in n.input} | {o.name for o in model.graph.output}
+    nodes = [n for n in nodes if n.op_type != "Transpose" or any(o in used for o in n.output)]
+    used = {name for n in nodes for name in n.input}
+    kept = [i for i in model.graph.initializer if i.name in used]
+    del model.graph.node[:], model.graph.initializer[:]
+    model.graph.node.extend(nodes)
+    model.graph.initializer.extend(kept)
+    onnx.checker.check_model(model)
+    return model
+
+
+def quantize_linear_layers(src: str | os.PathLike, dst: str | os.PathLike) -> list[str]:
+    """Dynamically quantise the products of ONNX model ``src`` with constant weight matrices of at least
+    :data:`MIN_LINEAR_WEIGHTS` entries (int8 weights per output channel in the 7-bit range, uint8 activations
+    quantised per call) into
+    ``dst`` (atomically); returns the names of the quantised nodes."""
+    ort_quant = import_extra("onnxruntime.quantization", "onnx")
+    onnx = import_extra("onnx", "onnx")
+    model = _constant_weights(onnx.load(str(src)))
+    sizes = {i.name: math.prod(i.dims) for i in model.graph.initializer}
+    nodes = [
+        n.name
+        for n in model.graph.node
+        if n.op_type == "MatMul" and sizes.get(n.input[1], 0) >= MIN_LINEAR_WEIGHTS
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        pre, out = Path(tmp) / "pre.onnx", Path(tmp) / "int8.onnx"
+        onnx.save(model, str(pre))
+        # ORT's dynamic quantiser logs a suggestion to pre-process the model through the root logger; its
+        # pre-processing would fuse the products back into Gemm, so the suggestion is silenced here
+        previous = logging.root.manager.disable
+        logging.disable(logging.WARNING)
+        try:
+            ort_quant.quantize_dynamic(
+                str(pre),
+                str(out),
+                op_types_to_quantize=["MatMul"],
+                nodes_to_quantize=nodes,
+                per_channel=True,
+                reduce_range=True,  # 7-bit weights, as the static models': no saturation without VNNI
+                weight_type=ort_quant.QuantType.QInt8,
+            )
+        finally:
+            logging.disable(previous)
+        data = out.read_bytes()
+    atomic_write(dst, lambda f: f.write(data))
+    return nodes
+
+
 def quantize_export(
     folder: str | os.PathLike,
     loaded: LoadedNet,
@@ -202,11 +308,20 @@ def quantize_export(
         path = Path(folder) / manifest.models[name].file
         quantize_model(path, path, feeds[name], float_outputs=keep.get(name, ()))
         models[name] = dataclasses.replace(models[name], sha256=file_sha256(path))
+    for name in DYNAMIC:
+        path = Path(folder) / manifest.models[name].file
+        quantize_linear_layers(path, path)
+        models[name] = dataclasses.replace(models[name], sha256=file_sha256(path))
     manifest = dataclasses.replace(
         manifest,
         models=models,
         precision="int8",
-        calibration={"dataset": dataset, "frames": len(feeds["backbone"]), "models": list(QUANTIZED)},
+        calibration={
+            "dataset": dataset,
+            "frames": len(feeds["backbone"]),
+            "models": list(QUANTIZED),
+            "dynamic": list(DYNAMIC),
+        },
     )
     write_manifest(folder, manifest)
     return manifest

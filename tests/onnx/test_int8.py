@@ -1,8 +1,11 @@
-"""int8 by static quantisation, calibrated on synthetic frames (slow: uses the session's tiny export).
+"""int8 by static quantisation calibrated on synthetic frames, and dynamic for the linear layers (slow: uses
+the session's tiny export).
 
 Tolerance: on held-out inputs (the synthetic test split; calibrated on val) the quantised convolutional models'
 output errors are on average below 10% of the float32 outputs' root mean square, each below 25% (int8
-activations, 7-bit weights, a random network); the other models are unchanged; a sequence tracks on them."""
+activations, 7-bit weights, a random network); the score-and-gradient model with int8 linear layers gives f
+within 5% of the largest |f| and a gradient at cosine similarity above 0.99 to float32's; the other models are
+unchanged; a sequence tracks on them."""
 
 import dataclasses
 import shutil
@@ -15,7 +18,7 @@ from ltr.admin.config import apply_overrides
 from pytracking.export_onnx import main as export_main
 from pytracking.onnx.export import TABLES, example_inputs
 from pytracking.onnx.manifest import file_sha256, read_manifest
-from pytracking.onnx.quantize import QUANTIZED, calibration_inputs, quantize_export
+from pytracking.onnx.quantize import DYNAMIC, QUANTIZED, calibration_inputs, quantize_export
 from pytracking.onnx.runtime import OrtStages
 from pytracking.parameter.dimp import get_parameters
 from pytracking.tracker.dimp import DiMPTracker, load_network
@@ -39,10 +42,15 @@ def test_manifest_of_the_int8_export(tiny_export, int8):
     folder = int8[2]
     manifest, before = read_manifest(folder), read_manifest(tiny_export.folder)
     assert manifest.precision == "int8" and before.precision == "float32"
-    assert manifest.calibration == {"dataset": "synthetic:val", "frames": 8, "models": list(QUANTIZED)}
+    assert manifest.calibration == {
+        "dataset": "synthetic:val",
+        "frames": 8,
+        "models": list(QUANTIZED),
+        "dynamic": list(DYNAMIC),
+    }
     for name, entry in manifest.models.items():
         assert file_sha256(folder / entry.file) == entry.sha256
-        assert (entry.sha256 != before.models[name].sha256) == (name in QUANTIZED)
+        assert (entry.sha256 != before.models[name].sha256) == (name in QUANTIZED + DYNAMIC)
     with pytest.raises(ValueError, match="already int8"):
         quantize_export(folder, *int8[:2])
 
@@ -61,10 +69,13 @@ def test_int8_models_stay_close_to_float32_and_track(tiny_export, int8):
             ):
                 errors.append(np.sqrt(((got - want) ** 2).mean() / (want**2).mean()))
         assert 0 < np.mean(errors) < 0.1 and np.max(errors) < 0.25, (model, errors)
+    # the score-and-gradient model: int8 linear layers, quantised per call; f and the ascent's direction kept
     x = example_inputs(loaded, num_boxes=10, seed=3)
     tables = [x[k] for k in TABLES]
-    scores = [s.run("box_score_grad", *tables, x["boxes"])[0] for s in (q, fp32)]
-    torch.testing.assert_close(scores[0], scores[1], rtol=0, atol=0)  # float32 model, unchanged
+    (f_q, g_q), (f, g) = (s.run("box_score_grad", *tables, x["boxes"]) for s in (q, fp32))
+    assert 0 < (f_q - f).abs().max() < 0.05 * f.abs().max()
+    cosine = torch.nn.functional.cosine_similarity(g_q.flatten(), g.flatten(), dim=0)
+    assert cosine > 0.99, cosine
     tracker = DiMPTracker(
         loaded.net, loaded.geometry, dataclasses.replace(params, backend="onnxruntime", onnx_dir=str(folder))
     )
