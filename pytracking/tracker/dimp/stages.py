@@ -52,13 +52,14 @@ class NetworkStages(Protocol):
         """Raw scores (B, H', W') of B filters (B, C, k, k), each on its sequence's features (B, C, h, w)."""
         ...
 
-    def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> Pair:
-        """The box head's modulated test features of B crops' backbone features, each crop with its own
-        sequence's modulation ((B, M2), (B, M3))."""
+    def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> tuple[Tensor, ...]:
+        """The box head's per-frame features of B crops' backbone features, each crop with its own
+        sequence's modulation ((B, M2), (B, M3)), in the form :meth:`box_score` takes: the modulated test
+        features, or what a backend makes of them once per frame (ONNX Runtime: their summed-area tables)."""
         ...
 
-    def box_score(self, modulated: Pair, boxes: Tensor) -> Tensor:
-        """f (B, S) of (B, S, 4) xywh boxes on B crops' modulated test features."""
+    def box_score(self, modulated: tuple[Tensor, ...], boxes: Tensor) -> Tensor:
+        """f (B, S) of (B, S, 4) xywh boxes on B crops' :meth:`box_features`."""
         ...
 
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
