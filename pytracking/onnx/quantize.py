@@ -234,9 +234,10 @@ def _constant_weights(model: Any) -> Any:
                 helper.make_node("Add", [product, node.input[2]], list(node.output), name=f"{node.name}_bias")
             )
     # the transposes of weights that no node reads any more, and those weights, go
-    used = {name for n in nodes for name in n.input} | {o.name for o in model.graph.output}
+    outputs = {o.name for o in model.graph.output}
+    used = {name for n in nodes for name in n.input} | outputs
     nodes = [n for n in nodes if n.op_type != "Transpose" or any(o in used for o in n.output)]
-    used = {name for n in nodes for name in n.input}
+    used = {name for n in nodes for name in n.input} | outputs
     kept = [i for i in model.graph.initializer if i.name in used]
     del model.graph.node[:], model.graph.initializer[:]
     model.graph.node.extend(nodes)
