@@ -9,7 +9,8 @@ crop geometry and the parameter set's number of refinement boxes (``key=value`` 
 with them: ``python pytracking/run_tracker.py dimp <param> backend=onnxruntime onnx_dir=DIR --name NAME
 --device cpu ...``. ``--int8`` quantises the convolutional models statically (:mod:`pytracking.onnx.quantize`)
 with activation ranges calibrated on the first frames of dataset ``--calibrate-on`` (``name[:split]``;
-default the synthetic videos' val split, so that the test split stays unseen) tracked by the float32 models. Errors are one ``error:`` line, exit status 2.
+default the synthetic videos' val split, so that the test split stays unseen) tracked by the float32 models, and
+the box score's linear layers dynamically. Errors are one ``error:`` line, exit status 2.
 """
 
 from __future__ import annotations
@@ -34,7 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="*", metavar="key=value", help="changes of parameter-set fields")
     p.add_argument("--net", default=None, help="checkpoint (default: latest of the param's train setting)")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--int8", action="store_true", help="quantise the convolutional models to int8")
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="quantise the convolutions and the box score's linear layers to int8",
+    )
     p.add_argument(
         "--calibrate-on",
         default="synthetic:val",
