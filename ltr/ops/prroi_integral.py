@@ -17,8 +17,9 @@ so it equals ``sum_p d_p [j <= p]`` with only three non-zero steps, at ``p = k -
 
 a 3 x 3 read of the summed-area table ``T`` (made once per map) per box corner. ``Q`` is continuously
 differentiable in ``(x, y)``, and the gradient of ``d`` (with ``k`` held) is its exact derivative, so autograd
-gives exact box gradients. Indices outside the map are clamped (the table is padded with a zero row and
-column in front, and ``T`` is constant past the map's end), which gives ``K``'s saturation for free.
+gives exact box gradients. Indices outside the map are clamped (the table has one more row and column in
+front, the sums over nothing, and ``T`` is constant past the map's end), which gives ``K``'s saturation for
+free.
 
 A bin is a difference of table entries, so rounding costs more here than in the direct contraction; the
 table is kept small where boxes are (:func:`summed_area_table`) and the corners' weights are made in float64.
@@ -41,8 +42,10 @@ __all__ = ["SummedAreaTable", "prroi_pool_integral", "summed_area_table"]
 class SummedAreaTable(NamedTuple):
     """A feature map prepared for :func:`prroi_pool_integral` (see :func:`summed_area_table`).
 
-    table: (B, H + 1, W + 1, C), ``table[b, q + 1, p + 1, c] = sum_{i <= q, j <= p} (F[b, c, i, j] - mean[b, c])``
-    with row and column 0 zero; channels last, so that each entry a box reads is one contiguous row.
+    table: (B, H + 1, W + 1, C), the summed-area table of ``F[b, c] - mean[b, c]``, ``T[q + 1, p + 1] =
+    sum_{i <= q, j <= p}``, less its row and column through the centre entry (``T[q, p] - T[q, c] - T[r, p] +
+    T[r, c]``, r = H // 2, c = W // 2: terms of the row or the column alone, which cancel in every bin);
+    channels last, so that each entry a box reads is one contiguous row.
     mean: (B, C) the per-channel means taken out (their share of a bin is added back exactly).
     """
 
@@ -89,7 +92,7 @@ def _corner_reads(edges: Tensor, size: int) -> tuple[Tensor, Tensor]:
     Returns:
         index (..., E, 3) int64 into the padded table axis and weights (..., E, 3) (differentiable in
         ``edges``), such that ``sum_j K(edge - j) v[j] = sum_r weights[r] * V[index[r]]`` for the prefix sums
-        ``V[t] = sum_{j < t} v[j]``.
+        ``V[t] = sum_{j < t} v[j]`` (up to a constant added to every ``V[t]``: the weights sum to 1).
     """
     k = edges.detach().nan_to_num(0.0, 0.0, 0.0).floor()  # a NaN box gives NaN bins, not a bad index
     u = edges - k
