@@ -34,7 +34,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from ltr.ops.prroi_pool import _check_scale, _pair
+from ltr.ops.prroi_pool import _check_scale, _pair, _weight_dtype
 
 __all__ = ["SummedAreaTable", "prroi_pool_integral", "summed_area_table"]
 
@@ -141,8 +141,8 @@ def prroi_pool_integral(
     num_boxes = boxes_xyxy.shape[1]
     dtype, device = table.dtype, table.device
     # The corners' weights are O(1) numbers from coordinates of up to the map's size: they are made in
-    # float64 (as prroi_pool's weights are; float32 on MPS) and only then cast to the table's dtype.
-    wide = torch.float32 if device.type == "mps" else torch.float64
+    # prroi_pool's weight dtype and only then cast to the table's dtype.
+    wide = _weight_dtype(device)
     boxes = boxes_xyxy.to(wide) * spatial_scale
     x1, y1, x2, y2 = boxes.unbind(dim=-1)  # (B, N) each
     width, height = (x2 - x1).clamp(min=0), (y2 - y1).clamp(min=0)

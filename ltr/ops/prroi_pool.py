@@ -59,6 +59,12 @@ def _pair(output_size: int | tuple[int, int]) -> tuple[int, int]:
     return size
 
 
+def _weight_dtype(device: torch.device) -> torch.dtype:
+    """The dtype the box weights are computed in: float64 (they are differences of nearby values of ``K``, see
+    :func:`prroi_pool`), float32 on MPS, which has no float64."""
+    return torch.float32 if device.type == "mps" else torch.float64
+
+
 def _tent_antiderivative(t: Tensor) -> Tensor:
     """``K(t)``: integral of the tent ``k(s) = max(0, 1 - |s|)`` from -inf to ``t``.
 
@@ -307,7 +313,7 @@ def prroi_pool(
     # The weights are differences of K at nearby bin edges, divided by the bin width: in float32 a 1-pixel box
     # at stride 16 already loses 1e-4 of relative accuracy to cancellation, so they are computed in float64
     # (small (N, bins, size) tensors) and only then cast to the features' dtype for the products.
-    compute_dtype = torch.float32 if features.device.type == "mps" else torch.float64  # mps has no float64
+    compute_dtype = _weight_dtype(features.device)
     boxes = rois[:, 1:].to(compute_dtype) * spatial_scale  # (N, 4) xyxy on the feature grid
     layout = _layout(rois[:, 0].detach(), boxes.detach(), num_images, height, width)
     (row_start, row_end), (col_start, col_end) = layout.rows, layout.cols
@@ -359,7 +365,7 @@ def prroi_pool_dense(
     out_h, out_w = _pair(output_size)
     num_images, channels, height, width = features.shape
     num_boxes = boxes_xyxy.shape[1]
-    compute_dtype = torch.float32 if features.device.type == "mps" else torch.float64  # see prroi_pool
+    compute_dtype = _weight_dtype(features.device)
     boxes = boxes_xyxy.reshape(-1, 4).to(compute_dtype) * spatial_scale
     weights_x, weights_y = _box_weights(boxes, (0, 0), (out_h, out_w), (height, width), features.dtype)
     # columns of all boxes of an image in one product, then the rows per box (as _pool_padded)

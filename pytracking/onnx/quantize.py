@@ -213,12 +213,12 @@ def _constant_weights(model: Any) -> Any:
     nodes = []
     for node in model.graph.node:
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        weight = constant(node.input[1]) if node.op_type in ("Gemm", "MatMul") else None
-        plain_gemm = attrs.get("transA", 0) == 0 and attrs.get("alpha", 1.0) == attrs.get("beta", 1.0) == 1.0
-        if weight is None or weight.ndim != 2 or (node.op_type == "Gemm" and not plain_gemm):
-            nodes.append(node)
-            continue
-        if node.op_type == "MatMul" and node.input[1] in inits:
+        if node.op_type == "Gemm":
+            rewrite = attrs.get("transA", 0) == 0 and attrs.get("alpha", 1.0) == attrs.get("beta", 1.0) == 1.0
+        else:  # a MatMul whose weight is already an initializer stays
+            rewrite = node.op_type == "MatMul" and node.input[1] not in inits
+        weight = constant(node.input[1]) if rewrite else None
+        if weight is None or weight.ndim != 2:
             nodes.append(node)
             continue
         if attrs.get("transB", 0):
@@ -249,8 +249,7 @@ def _constant_weights(model: Any) -> Any:
 def quantize_linear_layers(src: str | os.PathLike, dst: str | os.PathLike) -> list[str]:
     """Dynamically quantise the products of ONNX model ``src`` with constant weight matrices of at least
     :data:`MIN_LINEAR_WEIGHTS` entries (int8 weights per output channel in the 7-bit range, uint8 activations
-    quantised per call) into
-    ``dst`` (atomically); returns the names of the quantised nodes."""
+    quantised per call) into ``dst`` (atomically); returns the names of the quantised nodes."""
     ort_quant = import_extra("onnxruntime.quantization", "onnx")
     onnx = import_extra("onnx", "onnx")
     model = _constant_weights(onnx.load(str(src)))
