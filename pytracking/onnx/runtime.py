@@ -36,6 +36,7 @@ from pytracking.onnx.manifest import (
     weights_sha256,
 )
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
+from pytracking.tracker.dimp.refine import AscentOptions, ascend
 
 __all__ = ["OrtStages", "check_backend", "check_export", "make_session"]
 
@@ -217,6 +218,11 @@ class OrtStages:
             return torch.from_numpy(scores).to(y.dtype), torch.from_numpy(grad).to(y.dtype)
 
         return _ScoreWithGrad.apply(boxes, run)
+
+    def ascend(
+        self, tables: tuple[Tensor, ...], boxes: Tensor, options: AscentOptions
+    ) -> tuple[Tensor, Tensor]:
+        return ascend(lambda b: self.box_score(tables, b), boxes, **options._asdict())
 
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
         mod2, mod3 = self.run("modulation", feats[BOX_LAYERS[0]], feats[BOX_LAYERS[1]], box)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ltr.ops.boxes import box_iou, xywh_to_rel
-from pytracking.tracker.dimp.refine import ascend, candidate_boxes, refine_boxes
+from pytracking.tracker.dimp.refine import AscentOptions, ascend, candidate_boxes, refine_boxes
 
 TARGET = torch.tensor([40.0, 30.0, 24.0, 16.0])  # xywh
 
@@ -29,6 +29,20 @@ def test_candidates_follow_the_jitter_rule():
     torch.testing.assert_close(c[1], want0)
     torch.testing.assert_close(c[2], box)  # draws of 0.5: no jitter
     assert torch.all(c[:, 2:] >= 4.0)
+
+
+def test_candidates_of_a_batch_are_each_box_s_own_bit_for_bit():
+    gen = torch.Generator().manual_seed(5)
+    boxes = torch.rand(6, 4, generator=gen) * torch.tensor([80.0, 80.0, 40.0, 40.0]) + 0.3
+    boxes[0, 2:] = torch.tensor([3.1, 37.0])  # a tall box: its narrowest candidate is clamped to 3.1 / 3
+    draws = torch.rand(6, 9, 4, generator=gen)
+    draws[0, 0, 2] = 0.0
+    together = candidate_boxes(boxes, 9, 0.1, 0.5, draws)
+    assert together.shape == (6, 10, 4)
+    for b, d, c in zip(boxes, draws, together, strict=True):
+        assert torch.equal(candidate_boxes(b, 9, 0.1, 0.5, d), c)
+    least = torch.tensor(float(torch.tensor(3.1)) / 3)  # the third of float32 3.1, rounded from float64
+    assert torch.equal(together[0, :, 2].min(), least)
 
 
 def test_default_space_step_scales_the_gradient_by_the_box_size_and_ranks_by_the_last_evaluated_score():
@@ -60,9 +74,16 @@ def test_relative_space_steps_in_units_of_the_first_box():
     torch.testing.assert_close(boxes - start, torch.tensor([3.0, 6.0, 0.0, 0.0]).expand(1, 2, 4))
 
 
+def refine(score_fn, boxes, draws, **options):
+    """:func:`refine_boxes` with :func:`ascend` of ``score_fn``; ``options`` mixes the ascent's and the
+    candidates' and selection's keywords."""
+    rules = AscentOptions(**{k: options.pop(k) for k in AscentOptions._fields if k in options})
+    return refine_boxes(lambda start: ascend(score_fn, start, **rules._asdict()), boxes, draws, **options)
+
+
 def refine_box(score_fn, box, draws, **options):
     """One box through the batched refinement."""
-    return refine_boxes(score_fn, box[None], draws[None], **options)[0]
+    return refine(score_fn, box[None], draws[None], **options)[0]
 
 
 @pytest.mark.parametrize("mode", ["plain", "s1"])
@@ -72,7 +93,7 @@ def test_a_batch_of_boxes_is_refined_as_each_box_alone(mode, space):
     starts = torch.tensor([[45.0, 26.0, 19.0, 20.0], [30.0, 40.0, 25.0, 12.0], [50.0, 20.0, 8.0, 30.0]])
     draws = torch.rand(3, 6, 4, generator=gen)
     options = dict(space=space, mode=mode, step_length=(2e-3, 4e-3), decay=0.7, num_iters=4, top_k=2)
-    batched = refine_boxes(quadratic_energy, starts, draws, **options)
+    batched = refine(quadratic_energy, starts, draws, **options)
     for start, d, together in zip(starts, draws, batched, strict=True):
         alone = refine_box(quadratic_energy, start, d, **options)
         torch.testing.assert_close(together.boxes, alone.boxes, rtol=0, atol=1e-5)

@@ -20,9 +20,10 @@ import torch
 from torch import Tensor
 
 from ltr.models.tracking import CLF_LAYER
+from pytracking.tracker.dimp.frames import upload
 from pytracking.tracker.dimp.localize import NOT_FOUND
 from pytracking.tracker.dimp.precision import convolution_precision
-from pytracking.tracker.dimp.refine import RefineResult, refine_boxes
+from pytracking.tracker.dimp.refine import AscentOptions, RefineResult, refine_boxes
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
 
 if TYPE_CHECKING:
@@ -115,18 +116,16 @@ def _track_frames(
             modulation = tuple(_stack([trackers[i].modulation[k] for i in todo]) for k in range(2))
             sub = feats  # the refined trackers' backbone features (all of them: no copy)
             if len(todo) < n:
-                index = torch.tensor(todo, device=device)
+                index = upload(todo, device)
                 sub = {k: v.index_select(0, index) for k, v in feats.items()}
             modulated = stages.box_features(sub, modulation)  # type: ignore[arg-type]
+            options = AscentOptions(
+                p.refine_space, p.refine_mode, p.refine_iters, p.refine_step, p.refine_decay
+            )
             results = refine_boxes(
-                lambda boxes: stages.box_score(modulated, boxes),
-                torch.stack([s[0] for s in starts]).to(device),
-                torch.stack([s[1] for s in starts]).to(device),
-                space=p.refine_space,
-                mode=p.refine_mode,
-                num_iters=p.refine_iters,
-                step_length=p.refine_step,
-                decay=p.refine_decay,
+                lambda start: stages.ascend(modulated, upload(start, device), options),
+                torch.stack([s[0] for s in starts]),
+                torch.stack([s[1] for s in starts]),
                 jitter_pos=p.box_jitter_pos,
                 jitter_size=p.box_jitter_size,
                 max_aspect_ratio=p.max_aspect_ratio,

@@ -125,6 +125,10 @@ class DiMPParams:
     #: torch.compile the per-frame backbone, classifier feature head and box score (:mod:`.compiled`); falls back to
     #: eager with a warning where compilation fails
     compile: bool = False
+    #: CUDA: the refinement's plain ascent (all ``refine_iters`` steps, forward and backward) captured as one
+    #: CUDA graph per batch size and replayed (:mod:`.graphed`): one launch instead of hundreds per frame; no
+    #: effect on a CPU or with ``refine_mode="s1"``
+    cuda_graph: bool = False
     #: CUDA: let cuDNN's convolutions use TF32 (:mod:`.precision`); off, they run in full float32, so that a
     #: sequence's boxes do not depend on the batch it was tracked in (``--batch``)
     tf32: bool = False
@@ -156,6 +160,8 @@ class DiMPParams:
             raise ValueError(f"DiMPParams.score_window must be in [0, 1], got {self.score_window!r}")
         if self.compile not in (True, False):
             raise ValueError(f"DiMPParams.compile must be True or False, got {self.compile!r}")
+        if self.cuda_graph not in (True, False):
+            raise ValueError(f"DiMPParams.cuda_graph must be True or False, got {self.cuda_graph!r}")
         if self.tf32 not in (True, False):
             raise ValueError(f"DiMPParams.tf32 must be True or False, got {self.tf32!r}")
         if self.backend not in ("torch", "onnxruntime"):

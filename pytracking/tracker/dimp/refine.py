@@ -47,19 +47,34 @@ class RefineResult(NamedTuple):
 def candidate_boxes(
     box_xywh: Tensor, num_random: int, jitter_pos: float, jitter_size: float, draws: Tensor
 ) -> Tensor:
-    """(1 + num_random, 4) xywh: ``box_xywh`` (4,) first, then its jitters from ``draws`` (num_random, 4)
-    uniform [0, 1) numbers (see the module docstring)."""
-    box = box_xywh.reshape(1, 4)
+    """(..., 1 + num_random, 4) xywh: each box of ``box_xywh`` (..., 4) first, then its jitters from ``draws``
+    (..., num_random, 4) uniform [0, 1) numbers (see the module docstring). Each box's candidates are those it
+    gets alone, bit for bit (the least side's third is rounded from float64, as a Python number would be)."""
+    box = box_xywh[..., None, :]
     if num_random == 0:
         return box.clone()
-    side = box[0, 2:].prod().sqrt()
+    side = box[..., 2:].prod(-1, keepdim=True).sqrt()
     factor = side * torch.tensor(
         [jitter_pos, jitter_pos, jitter_size, jitter_size], dtype=box.dtype, device=box.device
     )
     jitter = (draws.to(box.dtype) - 0.5) * factor
-    size = (box[0, 2:] + jitter[:, 2:]).clamp(min=float(box[0, 2:].min()) / 3)
-    centre = box[0, :2] + box[0, 2:] / 2 + jitter[:, :2]
-    return torch.cat([box, torch.cat([centre - size / 2, size], dim=1)])
+    least = (box[..., 2:].amin(-1, keepdim=True).double() / 3).to(box.dtype)
+    size = torch.maximum(box[..., 2:] + jitter[..., 2:], least)
+    centre = box[..., :2] + box[..., 2:] / 2 + jitter[..., :2]
+    return torch.cat(
+        [box.expand(*jitter.shape[:-2], 1, 4), torch.cat([centre - size / 2, size], dim=-1)], dim=-2
+    )
+
+
+def _step_tensor(step_length: float | tuple[float, float], like: Tensor) -> Tensor:
+    """(4,) step of (x, y, w, h), filled by kernels on ``like``'s device (no copy from the host, which a CUDA
+    graph's capture forbids): one value for all four, or (position, size)."""
+    values = torch.as_tensor(step_length, dtype=torch.float64).reshape(-1).tolist()  # host numbers
+    position, size = values * 2 if len(values) == 1 else values
+    step = like.new_empty(4)
+    step[:2] = position
+    step[2:] = size
+    return step
 
 
 def ascend(
@@ -73,9 +88,7 @@ def ascend(
     decay: float,
 ) -> tuple[Tensor, Tensor]:
     """Refine (B, S, 4) xywh ``boxes``; returns the boxes (B, S, 4) and the scores (B, S) to rank them by."""
-    step = torch.as_tensor(step_length, dtype=boxes.dtype, device=boxes.device)
-    if step.numel() == 2:
-        step = step.repeat_interleave(2)
+    step = _step_tensor(step_length, boxes)
     reference = boxes[:, :1].clone()
     if mode == "s1":
         result = gradient_ascent(
@@ -104,43 +117,42 @@ def ascend(
     return rel_to_xywh(rel, reference), scores
 
 
+class AscentOptions(NamedTuple):
+    """The ascent's rules (:func:`ascend`'s keywords; the module docstring), hashable so that a backend can
+    key what it prepares for them (``step_length`` a float or a (position, size) tuple)."""
+
+    space: RefineSpace = "relative"
+    mode: RefineMode = "plain"
+    num_iters: int = 10
+    step_length: float | tuple[float, float] = 2.5e-3
+    decay: float = 1.0
+
+
+AscentFn = Callable[
+    [Tensor], tuple[Tensor, Tensor]
+]  # (B, S, 4) xywh start -> refined (B, S, 4), scores (B, S)
+
+
 def refine_boxes(
-    score_fn: BoxScoreFn,
+    ascent: AscentFn,
     boxes_xywh: Tensor,
     draws: Tensor,
     *,
-    space: RefineSpace = "relative",
-    mode: RefineMode = "plain",
-    num_iters: int = 10,
-    step_length: float | tuple[float, float] = 2.5e-3,
-    decay: float = 1.0,
     jitter_pos: float = 0.1,
     jitter_size: float = 0.5,
     max_aspect_ratio: float = 6.0,
     top_k: int = 3,
 ) -> list[RefineResult]:
-    """Refine B boxes at once: ``boxes_xywh`` (B, 4) (crop pixels), one per image of ``score_fn``'s batch,
-    with ``draws`` (B, num_random, 4) uniform [0, 1) numbers; one :class:`RefineResult` per box.
+    """Refine B boxes at once: ``boxes_xywh`` (B, 4) (crop pixels), one per image of the ascent's batch, with
+    ``draws`` (B, num_random, 4) uniform [0, 1) numbers; one :class:`RefineResult` per box.
 
-    ``score_fn`` maps (B, S, 4) candidates to (B, S) scores, each depending on its own box only, so every
-    image's ascent is its ascent alone. The results are on the CPU.
+    The candidates are made where ``boxes_xywh`` lies (the tracker's state is on the CPU: a few arithmetic
+    operations per box, no device round trip), then ``ascent`` refines all of them, e.g. :func:`ascend` of a
+    score function that maps (B, S, 4) candidates to (B, S) scores, each depending on its own box only, so
+    every image's ascent is its ascent alone. The results are on the CPU.
     """
-    num_random = draws.shape[1]
-    start = torch.stack(
-        [
-            candidate_boxes(b, num_random, jitter_pos, jitter_size, d)
-            for b, d in zip(boxes_xywh, draws, strict=True)
-        ]
-    )
-    boxes, scores = ascend(
-        score_fn,
-        start,
-        space=space,
-        mode=mode,
-        num_iters=num_iters,
-        step_length=step_length,
-        decay=decay,
-    )
+    start = candidate_boxes(boxes_xywh, draws.shape[1], jitter_pos, jitter_size, draws)
+    boxes, scores = ascent(start)
     boxes, scores = boxes.detach().cpu(), scores.detach().cpu()  # one transfer; the selection is tiny
     return [_select(b, s, max_aspect_ratio, top_k) for b, s in zip(boxes, scores, strict=True)]
 

@@ -20,7 +20,9 @@ from torch import Tensor
 
 from ltr.models.tracking import BOX_LAYERS, DiMPNet
 from pytracking.tracker.dimp.compiled import compiled_box_score, compiled_stage
+from pytracking.tracker.dimp.graphed import GraphedAscent
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
+from pytracking.tracker.dimp.refine import AscentOptions, ascend
 
 Pair = tuple[Tensor, Tensor]
 
@@ -62,6 +64,13 @@ class NetworkStages(Protocol):
         """f (B, S) of (B, S, 4) xywh boxes on B crops' :meth:`box_features`."""
         ...
 
+    def ascend(
+        self, modulated: tuple[Tensor, ...], boxes: Tensor, options: AscentOptions
+    ) -> tuple[Tensor, Tensor]:
+        """The refinement's ascent (:func:`~.refine.ascend` of :meth:`box_score`) of (B, S, 4) xywh candidates
+        on B crops' :meth:`box_features`: refined boxes (B, S, 4) and scores (B, S)."""
+        ...
+
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
         """Modulation vectors of a reference crop's features (batch 1) and its (1, 4) xywh box."""
         ...
@@ -77,12 +86,14 @@ class NetworkStages(Protocol):
 
 class TorchStages:
     """The network's own modules, eager (the per-frame backbone, feature head and box score compiled if
-    asked)."""
+    asked; with ``cuda_graph`` on a CUDA device, the plain ascent replayed as one CUDA graph)."""
 
     batched = True
 
-    def __init__(self, net: DiMPNet, *, compile: bool = False) -> None:
+    def __init__(self, net: DiMPNet, *, compile: bool = False, cuda_graph: bool = False) -> None:
         self.net = net
+        on_cuda = next(net.parameters()).device.type == "cuda"
+        self._graphed = GraphedAscent(net.box_head) if cuda_graph and on_cuda else None
         self.backbone: Callable[[Tensor], dict[str, Tensor]] = net.backbone
         self.clf_features: Callable[[Tensor], Tensor] = net.classifier.feature_head
         self._box_score: Callable[[Tensor, Tensor, Tensor], Tensor] | None = None
@@ -109,6 +120,11 @@ class TorchStages:
             return self._box_score(*modulated, boxes)
         return self.net.box_head.score_modulated(modulated, boxes)
 
+    def ascend(self, modulated: Pair, boxes: Tensor, options: AscentOptions) -> tuple[Tensor, Tensor]:
+        if self._graphed is not None and options.mode == "plain":
+            return self._graphed(modulated, boxes, options)
+        return ascend(lambda b: self.box_score(modulated, b), boxes, **options._asdict())
+
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
         return self.net.box_head.get_modulation([feats[n] for n in BOX_LAYERS], box)
 
@@ -130,4 +146,4 @@ def network_stages(net: DiMPNet, geometry: Geometry, params: DiMPParams) -> Netw
         from pytracking.onnx.runtime import OrtStages
 
         return OrtStages.open(params.onnx_dir, net, geometry, params)
-    return TorchStages(net, compile=params.compile)
+    return TorchStages(net, compile=params.compile, cuda_graph=params.cuda_graph)

@@ -1,0 +1,75 @@
+"""The refinement's ascent as a replayed CUDA graph (``cuda_graph=True``) against the eager ascent."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pytracking.tracker.dimp import random_network
+from pytracking.tracker.dimp.graphed import GraphedAscent, padded_size
+from pytracking.tracker.dimp.refine import AscentOptions, ascend
+from pytracking.tracker.dimp.stages import TorchStages
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def test_batches_are_padded_to_powers_of_two():
+    assert [padded_size(n) for n in (1, 2, 3, 4, 5, 8, 9, 33, 64)] == [1, 2, 4, 4, 8, 8, 16, 64, 64]
+    with pytest.raises(ValueError, match="n >= 1"):
+        padded_size(0)
+
+
+def test_on_a_cpu_the_option_leaves_the_eager_ascent():
+    loaded = random_network("nce_plus_tiny", crop_size=64)
+    assert TorchStages(loaded.net, cuda_graph=True)._graphed is None
+
+
+def features_and_boxes(loaded, n: int, seed: int):
+    """Modulated test features of ``n`` random crops and (n, 10, 4) xywh candidates inside them."""
+    gen = torch.Generator().manual_seed(seed)
+    device = next(loaded.net.parameters()).device
+    stages = TorchStages(loaded.net)
+    crops = torch.randn(n, 3, 64, 64, generator=gen).to(device)
+    feats = stages.backbone(crops)
+    first = {k: v[:1] for k, v in feats.items()}
+    modulation = stages.modulation(first, torch.tensor([[20.0, 18.0, 24.0, 28.0]], device=device))
+    modulation = tuple(m.expand(n, -1) for m in modulation)
+    modulated = stages.box_features(feats, modulation)
+    centre = 32 + 8 * (torch.rand(n, 10, 2, generator=gen) - 0.5)
+    size = 16 + 12 * torch.rand(n, 10, 2, generator=gen)
+    return modulated, torch.cat([centre - size / 2, size], dim=-1).to(device)
+
+
+@cuda
+@torch.no_grad()
+def test_the_replayed_ascent_gives_the_eager_boxes_and_scores():
+    """Batches of 3 (padded to 4), 4 (the same graph) and 1: the windowed eager ascent's boxes within 1e-4 px
+    and scores within 1e-4 of the largest; one graph per padded batch; results are copies."""
+    loaded = random_network("nce_plus_tiny", device="cuda", crop_size=64)
+    head = loaded.net.box_head
+    graphed = GraphedAscent(head)
+    options = AscentOptions(space="relative", mode="plain", num_iters=10, step_length=(2e-3, 4e-3))
+    kept = None
+    for n, seed in ((3, 0), (4, 1), (1, 2), (3, 3)):
+        modulated, boxes = features_and_boxes(loaded, n, seed)
+        out_boxes, out_scores = graphed(modulated, boxes, options)
+        want_boxes, want_scores = ascend(
+            lambda b, m=modulated: head.score_modulated(m, b), boxes, **options._asdict()
+        )
+        assert out_boxes.shape == (n, 10, 4) and out_scores.shape == (n, 10)
+        assert float((out_boxes - boxes).abs().max()) > 1e-2  # the ascent moved the boxes
+        torch.testing.assert_close(out_boxes, want_boxes, rtol=0, atol=1e-4)
+        scale = float(want_scores.abs().max())
+        torch.testing.assert_close(out_scores, want_scores, rtol=0, atol=1e-4 * scale)
+        if kept is None:
+            kept = (out_boxes, out_boxes.clone())
+    assert sorted(key[0] for key in graphed._graphs) == [1, 4]
+    torch.testing.assert_close(kept[0], kept[1], rtol=0, atol=0)  # later replays did not overwrite it
+
+
+@cuda
+def test_algorithm_s1_is_not_graphed():
+    loaded = random_network("nce_plus_tiny", device="cuda", crop_size=64)
+    modulated, boxes = features_and_boxes(loaded, 2, 0)
+    with pytest.raises(ValueError, match="only the plain ascent"):
+        GraphedAscent(loaded.net.box_head)(modulated, boxes, AscentOptions(mode="s1"))
