@@ -7,6 +7,12 @@ lr; later updates give the new sample the previous newest weight / (1 - lr). The
 sum 1, and if the initial samples hold less than ``init_min_weight`` in total, all weights are divided by
 ``init_min_weight`` + the others' sum and each initial sample gets ``init_min_weight / N`` (so the total is then
 not exactly 1, as in the reference).
+
+The boxes and weights are kept on the host whatever the features' device: the weights' update is a handful of
+operations on ``size`` numbers with two decisions (which slot, whether the minimum applies), each of which
+would otherwise wait for the device, and a box comes from the tracker's host state every frame while the
+filter optimisation reads them only every few frames; :meth:`SampleMemory.filled` sends both along without
+waiting.
 """
 
 from __future__ import annotations
@@ -14,9 +20,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from pytracking.tracker.dimp.frames import upload
+
 
 class SampleMemory:
-    """``size`` slots of classification features (C, H, W), boxes (4,) xywh crop pixels and weights.
+    """``size`` slots of classification features (C, H, W), and boxes (4,) xywh crop pixels and weights on the
+    host.
 
     Args:
         size: number of slots.
@@ -36,7 +45,7 @@ class SampleMemory:
         self.previous_index: int | None = None
 
     def initialize(self, features: Tensor, boxes: Tensor) -> None:
-        """Store the N initial samples (N, C, H, W) with boxes (N, 4) and equal weights 1/N."""
+        """Store the N initial samples (N, C, H, W) with boxes (N, 4) (any device) and equal weights 1/N."""
         n = features.shape[0]
         if n > self.size:
             raise ValueError(f"{n} initial samples do not fit a memory of {self.size}")
@@ -44,9 +53,9 @@ class SampleMemory:
             raise ValueError(f"initial boxes must be ({n}, 4) xywh, got {tuple(boxes.shape)}")
         self.features = features.new_zeros((self.size, *features.shape[1:]))
         self.features[:n] = features
-        self.boxes = boxes.new_zeros((self.size, 4))
-        self.boxes[:n] = boxes
-        self.weights = features.new_zeros(self.size)
+        self.boxes = torch.zeros((self.size, 4), dtype=boxes.dtype)
+        self.boxes[:n] = boxes.cpu()
+        self.weights = torch.zeros(self.size, dtype=features.dtype)
         self.weights[:n] = 1.0 / n
         self.num_init = n
         self.num_stored = n
@@ -79,7 +88,8 @@ class SampleMemory:
         return index
 
     def add(self, feature: Tensor, box: Tensor, lr: float) -> None:
-        """Insert one sample (1, C, H, W) or (C, H, W) with its (4,) box and learning rate ``lr`` in (0, 1]."""
+        """Insert one sample (1, C, H, W) or (C, H, W) with its (4,) box (host) and learning rate ``lr`` in
+        (0, 1]."""
         if self.weights is None or self.features is None or self.boxes is None:
             raise RuntimeError("SampleMemory.add before initialize")
         index = self._update_weights(lr)
@@ -89,8 +99,9 @@ class SampleMemory:
         self.num_stored += 1
 
     def filled(self) -> tuple[Tensor, Tensor, Tensor]:
-        """The stored samples: features (K, C, H, W), boxes (K, 4), weights (K,)."""
+        """The stored samples: features (K, C, H, W), boxes (K, 4), weights (K,), all on the features' device."""
         if self.weights is None or self.features is None or self.boxes is None:
             raise RuntimeError("SampleMemory.filled before initialize")
         k = min(self.num_stored, self.size)
-        return self.features[:k], self.boxes[:k], self.weights[:k]
+        device = self.features.device
+        return self.features[:k], upload(self.boxes[:k], device), upload(self.weights[:k], device)

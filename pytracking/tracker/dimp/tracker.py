@@ -230,7 +230,7 @@ class DiMPTracker:
             lr = p.hard_negative_learning_rate if hard else p.learning_rate
             if hard or self.frame_num % p.train_sample_interval == 0:
                 box = self._iou_box(self.pos, self.target_sz, crop.sample_pos, crop.sample_scale)
-                self.memory.add(clf, box.to(self.device), lr)
+                self.memory.add(clf, box, lr)
             if hard:
                 self._optimize(p.hard_negative_optim_iter)
             elif (self.frame_num - 1) % p.train_skipping == 0:
@@ -311,8 +311,7 @@ class DiMPTracker:
         boxes = torch.stack(
             [classifier_box + torch.tensor([t.shift[1], t.shift[0], 0.0, 0.0]) for t in transforms]
         )
-        boxes = boxes.to(self.device)
-        self.filter = self.stages.initial_filter(clf, boxes, p.init_optim_iter)
+        self.filter = self.stages.initial_filter(clf, boxes.to(self.device), p.init_optim_iter)
         self.memory = SampleMemory(p.memory_size, init_min_weight=p.init_samples_min_weight)
         self.memory.initialize(clf, boxes)
 
