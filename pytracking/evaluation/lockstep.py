@@ -5,7 +5,8 @@ advances all their trackers by :func:`pytracking.tracker.dimp.lockstep.track_fra
 batched). A slot whose sequence ends (or fails) is refilled with the next sequence at once, so sequences
 of any lengths keep the batch full until the dataset runs out. Sequences start longest first: the batch then
 stays full almost to the end (the shortest fill the last gaps), where in the dataset's order one long
-sequence started late can end the run alone. Frames are read ahead by a thread pool while the device works.
+sequence started late can end the run alone. Frames are read ahead by a thread pool while the device works
+(for a GPU, also copied into pinned host memory there).
 
 Outcomes are those of one sequence at a time (:func:`.runner.track_sequence`): the same boxes up to float
 rounding, the same result files, the same one-line data errors. A frame's time is its step's seconds divided
@@ -28,6 +29,7 @@ import numpy as np
 from ltr.dataset.base import Sequence, SequenceDataset
 from pytracking.evaluation.results import write_sequence_results
 from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker, tracker_params
+from pytracking.tracker.dimp.frames import pinned_frame
 from pytracking.tracker.dimp.lockstep import track_frames
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
 
@@ -69,6 +71,10 @@ def run_lockstep(
     read ahead) and ``write`` (result files)."""
     from pytracking.evaluation.runner import read_frame, start_sequence  # the one-at-a-time runner's rules
 
+    def read(slot: _Slot, index: int) -> Any:
+        frame = read_frame(slot.sequence, index, slot.size)
+        return pinned_frame(frame, slot.tracker.device)  # on a GPU, staged for the copy (in the thread)
+
     opened: list[tuple[str, Sequence]] = []
     for name in names:  # sequences hold paths and boxes, frames are read later: cheap to open all first
         try:
@@ -98,7 +104,7 @@ def run_lockstep(
             if len(sequence) == 1:
                 finish(slot)
                 continue
-            slot.pending = pool.submit(read_frame, sequence, 1, size)
+            slot.pending = pool.submit(read, slot, 1)
             slots.append(slot)
 
     def finish(slot: _Slot) -> None:
@@ -113,7 +119,7 @@ def run_lockstep(
     with ThreadPoolExecutor(max_workers=max(1, readers), thread_name_prefix="frames") as pool:
         fill(pool)
         while slots:
-            ready: list[tuple[_Slot, np.ndarray]] = []
+            ready: list[tuple[_Slot, Any]] = []
             for slot in list(slots):
                 assert slot.pending is not None
                 try:
@@ -127,7 +133,7 @@ def run_lockstep(
             for slot, _ in ready:  # read the next frames while the device tracks these
                 following = slot.next_index + 1
                 if following < len(slot.sequence):
-                    slot.pending = pool.submit(read_frame, slot.sequence, following, slot.size)
+                    slot.pending = pool.submit(read, slot, following)
             if ready:
                 start = time.perf_counter()
                 try:

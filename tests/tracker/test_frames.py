@@ -10,7 +10,9 @@ from pytracking.tracker.dimp.frames import (
     TrackerInputError,
     check_frame_dtype,
     check_frame_size,
+    frame_to_tensor,
     input_frame_wh,
+    pinned_frame,
     prepare_frame,
     validate_frame,
     validate_init_box,
@@ -129,3 +131,21 @@ def test_frame_size_check_names_the_frame():
         check_frame_size(np.zeros((8, 10, 3), np.uint8), (5, 4), index=3, source="img/0004.jpg")
     assert str(err.value).startswith("frame 3 (img/0004.jpg) is 10x8 pixels but the sequence started at 5x4")
     assert isinstance(err.value, TrackerInputError)
+
+
+@pytest.mark.parametrize("channels", [None, 3, 4])
+def test_a_frame_staged_for_a_cpu_tracker_is_the_frame(channels):
+    frame = random_frame(np.random.default_rng(0), 12, 16, channels)
+    assert pinned_frame(frame, torch.device("cpu")) is frame
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("channels", [None, 3, 4])
+def test_a_frame_staged_in_pinned_memory_gives_the_tensor_of_the_frame(channels):
+    """What the lockstep runner's readers hand a GPU tracker: the same device tensor, bit for bit."""
+    frame = random_frame(np.random.default_rng(0), 12, 16, channels)
+    cuda = torch.device("cuda")
+    staged = pinned_frame(frame, cuda)
+    assert isinstance(staged, torch.Tensor) and staged.is_pinned() and tuple(staged.shape) == (3, 12, 16)
+    assert input_frame_wh(staged) == input_frame_wh(frame)
+    torch.testing.assert_close(frame_to_tensor(staged, cuda), frame_to_tensor(frame, cuda), rtol=0, atol=0)

@@ -197,6 +197,20 @@ def frame_to_tensor(frame: Frame, device: torch.device) -> Tensor:
     return t.float()
 
 
+def pinned_frame(frame: np.ndarray, device: torch.device) -> Frame:
+    """A numpy frame staged for a tracker on ``device``: on a CUDA device its RGB pixels as a (3, H, W) view
+    of (H, W, 3) pinned host memory, which :func:`frame_to_tensor` copies to the device as it is (no second
+    host copy, no wait), giving the same tensor as from the numpy frame; elsewhere the frame unchanged.
+
+    The copy into pinned memory is the host's largest per-frame cost on a GPU; threads that read frames
+    ahead (``run_tracker.py --batch``) call this so that it happens beside the tracking.
+    """
+    if device.type != "cuda":
+        return frame
+    check_frame_dtype(frame)
+    return torch.from_numpy(_rgb_numpy(frame)).pin_memory().permute(2, 0, 1)
+
+
 def _tensor_chw(shape: torch.Size) -> tuple[int, int, int]:
     """(C, H, W) of a (C, H, W) or (H, W) frame tensor's shape; TrackerInputError for other layouts."""
     if len(shape) == 2:
