@@ -4,7 +4,8 @@
                                    [--geometry super_dimp|dimp50|nce_plus_tiny]
                                    [--batches 1 4 16 64] [--sequences 128] [--frames 100] [--size 1280x720]
                                    [--per-slot 16] [--rounds 2] [--threads T] [--compile] [--tf32]
-                                   [--stages] [--distinct] [--sweep]
+                                   [--stages] [--cuda-graph] [--distinct] [--sweep]
+                                   [--variants eager graph] [--profile]
 
 ``--mode lockstep`` times the trackers alone: B trackers of SuperDiMP's geometry (our ``nce_plus`` network,
 ResNet-50 at 352 pixels, random weights; ``super_dimp`` parameters with the thresholds of :data:`OPEN`), or
@@ -17,7 +18,11 @@ second, the ratio to B = 1 of the same round, the peak GPU memory and the millis
 stage (synchronised with the GPU around each stage). ``--distinct``: tracker i starts at frame i of the
 video instead (different crops and decisions per tracker). ``--sweep``: instead of the timed frames, steps
 of B, B - 1, ..., 1 trackers, twice; the first pass meets each batch size for the first time (new shapes for
-cuDNN and the allocator), so the ratio of the passes shows what new shapes cost.
+cuDNN and the allocator), so the ratio of the passes shows what new shapes cost. ``--variants eager graph``:
+every B runs with the eager refinement and with it replayed as a CUDA graph (``cuda_graph=true``), in
+alternating order, and the summary gives each variant's ratio to the first at the same B. ``--profile``: after
+the rounds, each variant's steps at the largest B under cProfile (Python functions by own and by cumulative
+time).
 
 ``--mode runner`` (default) times the whole runner:
 the dataset is written once to a temporary folder in the ``folder`` layout (JPEG frames, one
@@ -26,7 +31,7 @@ the dataset is written once to a temporary folder in the ``folder`` layout (JPEG
 smooth noise. Every run goes through :func:`pytracking.evaluation.runner.run_dataset`, as ``run_tracker.py``
 does, into a fresh results folder: frames are read from disk and decoded, results files written. B = 1 is
 today's one-at-a-time runner (``track_sequence``); B > 1 the lockstep runner. ``--compile`` and ``--tf32`` set
-the trackers' ``compile`` and ``tf32`` parameters.
+the trackers' ``compile`` and ``tf32`` parameters, ``--cuda-graph`` their ``cuda_graph``.
 
 The network is pytracking's ``dimpnet50`` with the seeded weights of the tracker golden files, converted
 (as ``benchmarks/tracker_fps.py`` uses it), or for ``nce_plus_tiny`` the demo's network with random weights
@@ -49,7 +54,9 @@ the frames at the measured per-frame rate.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import dataclasses
+import pstats
 import statistics
 import sys
 import tempfile
@@ -72,7 +79,7 @@ from ltr.train_settings.dimp import SETTINGS  # noqa: E402
 from pytracking.evaluation.runner import DatasetSpec, run_dataset  # noqa: E402
 from pytracking.evaluation.tracker_spec import TrackerSpec, prepare_spec  # noqa: E402
 from pytracking.parameter.dimp import get_parameters  # noqa: E402
-from pytracking.tracker.dimp import DiMPTracker, random_network  # noqa: E402
+from pytracking.tracker.dimp import DiMPParams, DiMPTracker, random_network  # noqa: E402
 from pytracking.tracker.dimp.lockstep import track_frames  # noqa: E402
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer  # noqa: E402
 from tests.golden.pytracking_format import write_pytracking_checkpoint  # noqa: E402
@@ -191,7 +198,8 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
         raise SystemExit("--mode lockstep times --geometry super_dimp or nce_plus_tiny")
     setting = TINY if args.geometry == TINY else "nce_plus"
     loaded = random_network(setting, device=args.device)
-    params = dataclasses.replace(get_parameters(args.geometry), compile=args.compile, tf32=args.tf32, **OPEN)
+    base = dataclasses.replace(get_parameters(args.geometry), compile=args.compile, tf32=args.tf32, **OPEN)
+    variants = {v: dataclasses.replace(base, cuda_graph=v == "graph") for v in args.variants}
     most = max(args.batches)
     offsets = list(range(most)) if args.distinct else [0] * most  # tracker i starts at frame offsets[i]
     steps = 2 * most if args.sweep else args.frames
@@ -202,42 +210,71 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
         f"lockstep, {args.geometry} geometry on {name}, torch {torch.__version__}, {torch.get_num_threads()} "
         f"threads, {'distinct videos' if args.distinct else 'one video'}"
     )
-    fps: dict[int, list[float]] = {b: [] for b in args.batches}
+
+    def start(b: int, params: DiMPParams) -> Callable[..., None]:
+        """B trackers initialised; returns step(k, n[, timer]): the first n advance to frame k of their videos."""
+        trackers = [DiMPTracker(loaded.net, loaded.geometry, params) for _ in range(b)]
+        for t, o in zip(trackers, offsets, strict=False):
+            t.initialize(frames[o], video_box(o))
+
+        def step(k: int, n: int, timer: StageTimer = NULL_TIMER) -> None:
+            track_frames(trackers[:n], [frames[o + k] for o in offsets[:n]], timer=timer)
+
+        step(1, b)  # untimed; compiles B's shapes with --compile, captures B's graph with --variants graph
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        return step
+
+    fps: dict[tuple[int, str], list[float]] = {(b, v): [] for b in args.batches for v in variants}
     for r in range(args.rounds):
         order = sorted(args.batches) if r % 2 == 0 else sorted(args.batches, reverse=True)
         for b in order:
-            timer = StageTimer(args.device)
-            trackers = [DiMPTracker(loaded.net, loaded.geometry, params) for _ in range(b)]
-            for t, o in zip(trackers, offsets, strict=False):
-                t.initialize(frames[o], video_box(o))
-
-            def step(k: int, n: int, trackers: list = trackers, timer: StageTimer = timer) -> None:
-                """The first ``n`` trackers advance to frame ``k`` of their videos."""
-                track_frames(trackers[:n], [frames[o + k] for o in offsets[:n]], timer=timer)
-
-            step(1, b, timer=NULL_TIMER)  # untimed; compiles B's shapes with --compile
-            if cuda:
-                torch.cuda.synchronize()
-                torch.cuda.reset_peak_memory_stats()
-            if args.sweep:
-                sweep(step, b, cuda)
-                continue
-            start = time.perf_counter()
-            for k in range(2, 2 + args.frames):
-                step(k, b)
-            fps[b].append(args.frames * b / (time.perf_counter() - start))
-            peak = f"{torch.cuda.max_memory_allocated() / 2**30:.2f} GiB" if cuda else "-"
-            stages = ", ".join(f"{k} {1000 * v / args.frames:.1f}" for k, v in timer.totals.items())
-            print(
-                f"round {r + 1}  B={b:<3} {fps[b][-1]:7.1f} FPS  peak {peak}  ms per step: {stages}",
-                flush=True,
-            )
+            for v in variants if r % 2 == 0 else list(reversed(variants)):
+                step = start(b, variants[v])
+                if args.sweep:
+                    sweep(step, b, cuda)
+                    continue
+                timer = StageTimer(args.device)
+                begin = time.perf_counter()
+                for k in range(2, 2 + args.frames):
+                    step(k, b, timer)
+                fps[b, v].append(args.frames * b / (time.perf_counter() - begin))
+                peak = f"{torch.cuda.max_memory_allocated() / 2**30:.2f} GiB" if cuda else "-"
+                stages = ", ".join(f"{k} {1000 * t / args.frames:.1f}" for k, t in timer.totals.items())
+                print(
+                    f"round {r + 1}  B={b:<3} {v:<5} {fps[b, v][-1]:7.1f} FPS  peak {peak}  ms per step: {stages}",
+                    flush=True,
+                )
+    if args.profile:
+        for v in variants:
+            profile_steps(start(most, variants[v]), most, args.frames, v)
     if args.sweep:
         return
     print("\nmedian over rounds:")
+    first = args.variants[0]
     for b in sorted(args.batches):
-        ratio = statistics.median(x / y for x, y in zip(fps[b], fps[1], strict=True))
-        print(f"B={b:<3} {statistics.median(fps[b]):7.1f} FPS  {ratio:5.2f}x B=1")
+        for v in variants:
+            ratio = statistics.median(x / y for x, y in zip(fps[b, v], fps[1, v], strict=True))
+            line = f"B={b:<3} {v:<5} {statistics.median(fps[b, v]):7.1f} FPS  {ratio:5.2f}x B=1"
+            if v != first:
+                against = statistics.median(x / y for x, y in zip(fps[b, v], fps[b, first], strict=True))
+                line += f"  {against:5.2f}x {first}"
+            print(line)
+
+
+def profile_steps(step: Callable[..., None], b: int, frames: int, variant: str) -> None:
+    """``--profile``: the host's Python functions over ``frames`` steps of ``b`` trackers (cProfile), by own
+    and by cumulative time; on a GPU the time a function waits for the device counts as its own."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for k in range(2, 2 + frames):
+        step(k, b)
+    profiler.disable()
+    print(f"\nprofile, B={b} {variant}, {frames} steps:", flush=True)
+    stats = pstats.Stats(profiler, stream=sys.stdout)
+    stats.sort_stats("tottime").print_stats(25)
+    stats.sort_stats("cumulative").print_stats(40)
 
 
 def sweep(step: Callable[[int, int], None], b: int, cuda: bool) -> None:
@@ -287,6 +324,20 @@ def main(argv: list[str] | None = None) -> None:
         "--sweep", action="store_true", help="lockstep: time steps of B..1 trackers twice (new shapes)"
     )
     ap.add_argument("--stages", action="store_true", help="runner: seconds per stage (synchronised)")
+    ap.add_argument(
+        "--cuda-graph",
+        action="store_true",
+        help="runner: the trackers with cuda_graph=true (refinement graph)",
+    )
+    ap.add_argument(
+        "--variants",
+        nargs="+",
+        choices=["eager", "graph"],
+        default=["eager"],
+        help="lockstep: the trackers' refinement, eager and/or replayed as a CUDA graph (cuda_graph=true), "
+        "interleaved; ratios against the first",
+    )
+    ap.add_argument("--profile", action="store_true", help="lockstep: cProfile the largest B's steps")
     args = ap.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     if 1 not in args.batches:
@@ -307,7 +358,7 @@ def main(argv: list[str] | None = None) -> None:
             seed, state = tracker_golden_weights(args.geometry)
             src = write_pytracking_checkpoint(folder / "src.pth.tar", state, KWDS[args.geometry])
             ckpt = convert(src, folder / "net.pth.tar", args.geometry)
-        runtime = {"compile": args.compile, "tf32": args.tf32}
+        runtime = {"compile": args.compile, "tf32": args.tf32, "cuda_graph": args.cuda_graph}
         overrides = tuple(f"{k}={v}" for k, v in {**OPEN, "seed": seed, **runtime}.items())
         spec = TrackerSpec(
             "dimp", args.geometry, str(ckpt), args.device, overrides=overrides, name_in_results="bench"
