@@ -2,7 +2,7 @@
 
 ``python pytracking/run_tracker.py dimp nce_plus --dataset otb|lasot|lasot_test|uav|nfs|trackingnet|
 got10k_test|got10k_val|vot|synthetic|folder [--root DIR] [--sequence NAME ...] [--runid K] [--threads N]
-[--batch B] [--device auto|cpu|cuda] [--net PATH] [--results DIR] [--visdom] [--debug] [--compile]``
+[--batch B] [--device auto|cpu|cuda] [--net PATH] [--results DIR] [--visdom] [--debug] [--compile] [--cuda-graph]``
 
 Results: ``{results}/{tracker}/{param}[_{runid:03d}]/{seq}.txt`` (+ ``{seq}_time.txt``), default results root
 ``$LTR_WORKSPACE/results``; finished sequences are skipped on a rerun.
@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="dimp: torch.compile the per-frame backbone, classifier features and box score (faster frames after a "
         "one-off compilation per process)",
     )
+    p.add_argument(
+        "--cuda-graph",
+        action="store_true",
+        help="dimp on a GPU: replay the box refinement's steps as one captured CUDA graph (one launch per frame)",
+    )
     return p
 
 
@@ -136,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             args.compile,
             tuple(args.overrides),
             args.name,
+            cuda_graph=args.cuda_graph,
         )
         names = dataset.open().sequence_names()  # the root exists and has the layout (workers reopen it)
         unknown = [s for s in args.sequence or () if s not in names]

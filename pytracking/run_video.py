@@ -1,13 +1,13 @@
 """Track a target in a video file or camera stream.
 
 ``python pytracking/run_video.py dimp nce_plus VIDEO_OR_CAMERA_INDEX [--init x,y,w,h] [--save out.mp4]
-[--net PATH] [--device auto|cpu|cuda] [--compile]``
+[--net PATH] [--device auto|cpu|cuda] [--compile] [--cuda-graph]``
 
 The initial box (xywh pixels of the first frame) comes from ``--init``; without it the box is drawn with
 ``cv2.selectROI``, which needs a display and an OpenCV build with GUI support (a clear error otherwise).
 ``--save`` writes every frame with the tracked box (codec from the extension: mp4v for .mp4, MJPG for .avi);
 the boxes are printed as ``frame,x,y,w,h`` lines. ``--compile`` is ``run_tracker.py``'s: torch.compile of the
-per-frame stages. At the end one line on stderr gives the frame rate: the tracker's own (frames after the
+per-frame stages; ``--cuda-graph`` its refinement as a CUDA graph on a GPU. At the end one line on stderr gives the frame rate: the tracker's own (frames after the
 first over the time spent in ``track``) and the whole loop's (with video decoding and writing).
 
 As in ``run_tracker.py``, the device and the checkpoint are checked before the video is opened (one
@@ -170,6 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="dimp: torch.compile the per-frame backbone, classifier features and box score",
     )
+    p.add_argument(
+        "--cuda-graph",
+        action="store_true",
+        help="dimp on a GPU: replay the box refinement's steps as one captured CUDA graph (one launch per frame)",
+    )
     args = p.parse_intermixed_args(argv)
     try:
         spec = TrackerSpec(
@@ -179,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             args.device,
             compile=args.compile,
             overrides=tuple(args.overrides),
+            cuda_graph=args.cuda_graph,
         )
         spec, warnings = prepare_spec(spec)
         for warning in warnings:

@@ -41,7 +41,10 @@ class TrackerSpec:
     compile: DiMP only, turns on the parameter set's ``compile`` (torch.compile of the per-frame stages);
     overrides: DiMP only, ``key=value`` changes of the parameter set's fields (dotted for nested ones, e.g.
     ``augmentation.dropout_num=0``; unknown keys are an error); name: the results folder's name instead of
-    the parameter set's (required with overrides, so that their results never mix with the set's)."""
+    the parameter set's (required with overrides, so that their results never mix with the set's); cuda_graph:
+    DiMP only, turns on the parameter set's ``cuda_graph`` (the refinement replayed as a CUDA graph on a GPU).
+    ``compile`` and ``cuda_graph`` change how, not what, the tracker computes (boxes agree to float rounding),
+    so they need no results name of their own."""
 
     name: str
     param: str
@@ -52,6 +55,7 @@ class TrackerSpec:
     compile: bool = False
     overrides: tuple[str, ...] = ()
     name_in_results: str | None = None
+    cuda_graph: bool = False
 
     def __post_init__(self) -> None:
         # an unknown tracker or parameter set: UnknownName (a ValueError) listing the choices
@@ -172,9 +176,12 @@ def prepare_spec(spec: TrackerSpec, *, keep_loaded: bool = True) -> tuple[Tracke
 
 
 def tracker_params(spec: TrackerSpec) -> DiMPParams:
-    """The DiMP parameters of ``spec``: its parameter set with ``compile`` and the overrides applied."""
+    """The DiMP parameters of ``spec``: its parameter set with the overrides, ``compile`` and ``cuda_graph``
+    applied."""
     params = apply_overrides(get_parameters(spec.param), spec.overrides)
-    return dataclasses.replace(params, compile=True) if spec.compile else params
+    if spec.compile:
+        params = dataclasses.replace(params, compile=True)
+    return dataclasses.replace(params, cuda_graph=True) if spec.cuda_graph else params
 
 
 def build_tracker(spec: TrackerSpec, **tracker_kwargs: Any) -> Any:

@@ -141,6 +141,20 @@ def test_compile_flag_reaches_the_tracker_and_gives_the_eager_results(tree):
     np.testing.assert_allclose(compiled, eager, rtol=0, atol=1e-3)
 
 
+def test_cuda_graph_flag_reaches_the_parameters_and_a_cpu_tracker_stays_eager(tree):
+    from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker
+    from pytracking.run_tracker import build_parser
+
+    root, ckpt, results = tree
+    args = ["dimp", "nce_plus_tiny", "--dataset", "folder", "--cuda-graph"]
+    assert build_parser().parse_intermixed_args(args).cuda_graph
+    assert not build_parser().parse_intermixed_args(args[:-1]).cuda_graph
+    tracker = build_tracker(TrackerSpec("dimp", "nce_plus_tiny", str(ckpt), "cpu", cuda_graph=True))
+    assert tracker.params.cuda_graph and tracker.stages._graphed is None  # graphs are for CUDA devices
+    assert run(root, ckpt, results, "--sequence", "alpha", "--runid", "3", "--cuda-graph") == 0
+    assert read_result_file(results / "dimp" / "nce_plus_tiny_003" / "alpha.txt").shape == (6, 4)
+
+
 @pytest.mark.parametrize("case", sorted(BAD_CHECKPOINTS))
 def test_bad_checkpoint_is_one_error_line_before_any_sequence(tree, capsys, case):
     root, _, results = tree
