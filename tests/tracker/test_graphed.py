@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pytracking.tracker.dimp import random_network
-from pytracking.tracker.dimp.graphed import GraphedAscent, padded_size
+from pytracking.tracker.dimp.graphed import GraphedAscent, graphed_ascent, padded_size
 from pytracking.tracker.dimp.refine import AscentOptions, ascend
 from pytracking.tracker.dimp.stages import TorchStages
 
@@ -22,6 +22,13 @@ def test_batches_are_padded_to_powers_of_two():
 def test_on_a_cpu_the_option_leaves_the_eager_ascent():
     loaded = random_network("nce_plus_tiny", crop_size=64)
     assert TorchStages(loaded.net, cuda_graph=True)._graphed is None
+
+
+def test_one_graphed_ascent_per_box_head_outside_its_state():
+    a, b = (random_network("nce_plus_tiny", crop_size=64).net.box_head for _ in range(2))
+    keys = set(a.state_dict())
+    assert graphed_ascent(a) is graphed_ascent(a) and graphed_ascent(b) is not graphed_ascent(a)
+    assert set(a.state_dict()) == keys
 
 
 def features_and_boxes(loaded, n: int, seed: int):
@@ -73,3 +80,12 @@ def test_algorithm_s1_is_not_graphed():
     modulated, boxes = features_and_boxes(loaded, 2, 0)
     with pytest.raises(ValueError, match="only the plain ascent"):
         GraphedAscent(loaded.net.box_head)(modulated, boxes, AscentOptions(mode="s1"))
+
+
+@cuda
+def test_trackers_of_one_network_share_its_graphs():
+    loaded = random_network("nce_plus_tiny", device="cuda", crop_size=64)
+    first, second = (TorchStages(loaded.net, cuda_graph=True) for _ in range(2))
+    assert first._graphed is second._graphed is graphed_ascent(loaded.net.box_head)
+    other = random_network("nce_plus_tiny", device="cuda", crop_size=64)
+    assert TorchStages(other.net, cuda_graph=True)._graphed is not first._graphed

@@ -12,7 +12,8 @@ A graph holds fixed shapes, so the batch is padded up to a power of two (the las
 copies are computed and dropped), which keeps the number of captured graphs small (at most 7 for 64
 slots) as the number of refined sequences changes from frame to frame. Every sequence's candidates depend on
 its own features only, so padding changes no sequence's boxes beyond float rounding. Only ``mode="plain"`` (the reference's fixed-step ascent) is graphed: Algorithm S1 (``"s1"``)
-runs eagerly.
+runs eagerly. The graphs are kept on the box head (:func:`graphed_ascent`), so every tracker of a network
+shares them: sequences that start later in a run (``--batch`` refills its slots) find them captured.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from torch import Tensor, nn
 
 from pytracking.tracker.dimp.refine import AscentOptions, ascend
 
-__all__ = ["GraphedAscent", "padded_size"]
+__all__ = ["GraphedAscent", "graphed_ascent", "padded_size"]
 
 Pair = tuple[Tensor, Tensor]
 
@@ -109,3 +110,16 @@ class GraphedAscent:
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             out_boxes, out_scores = run()
         return _Captured(graph, t2, t3, boxes, out_boxes, out_scores)
+
+
+_ATTRIBUTE = "_tracker_graphed_ascent"
+
+
+def graphed_ascent(head: nn.Module) -> GraphedAscent:
+    """The :class:`GraphedAscent` of box head ``head``: one per head object and process, kept as a plain
+    attribute of the module (no state dict entry), as :mod:`.compiled` keeps its stages."""
+    graphed = head.__dict__.get(_ATTRIBUTE)
+    if graphed is None:
+        graphed = GraphedAscent(head)
+        head.__dict__[_ATTRIBUTE] = graphed
+    return graphed

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from ltr.models.tracking import BOX_LAYERS, DiMPNet
 from pytracking.tracker.dimp.compiled import compiled_box_score, compiled_stage
-from pytracking.tracker.dimp.graphed import GraphedAscent
+from pytracking.tracker.dimp.graphed import graphed_ascent
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
 from pytracking.tracker.dimp.refine import AscentOptions, ascend
 
@@ -93,7 +93,7 @@ class TorchStages:
     def __init__(self, net: DiMPNet, *, compile: bool = False, cuda_graph: bool = False) -> None:
         self.net = net
         on_cuda = next(net.parameters()).device.type == "cuda"
-        self._graphed = GraphedAscent(net.box_head) if cuda_graph and on_cuda else None
+        self._graphed = graphed_ascent(net.box_head) if cuda_graph and on_cuda else None
         self.backbone: Callable[[Tensor], dict[str, Tensor]] = net.backbone
         self.clf_features: Callable[[Tensor], Tensor] = net.classifier.feature_head
         self._box_score: Callable[[Tensor, Tensor, Tensor], Tensor] | None = None
