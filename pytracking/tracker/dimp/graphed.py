@@ -90,7 +90,8 @@ class GraphedAscent:
         else:
             for static, value in zip((captured.t2, captured.t3, captured.boxes), inputs, strict=True):
                 static.copy_(value)
-        captured.graph.replay()
+        with torch.cuda.device(t2.device):
+            captured.graph.replay()
         return captured.out_boxes[:n].clone(), captured.out_scores[:n].clone()
 
     def _capture(self, inputs: tuple[Tensor, Tensor, Tensor], options: AscentOptions) -> _Captured:
@@ -99,16 +100,17 @@ class GraphedAscent:
         def run() -> tuple[Tensor, Tensor]:
             return ascend(self._score((t2, t3)), boxes, **options._asdict())
 
-        side = torch.cuda.Stream(t2.device)
-        side.wait_stream(torch.cuda.current_stream(t2.device))
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_RUNS):
-                run()
-        torch.cuda.current_stream(t2.device).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        # other threads may use CUDA meanwhile (frame readers pinning memory): only this one is restricted
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            out_boxes, out_scores = run()
+        with torch.cuda.device(t2.device):  # the capture runs on the current device's streams
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(WARMUP_RUNS):
+                    run()
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            # other threads may use CUDA meanwhile (frame readers pinning memory): only this one is restricted
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                out_boxes, out_scores = run()
         return _Captured(graph, t2, t3, boxes, out_boxes, out_scores)
 
 
