@@ -171,8 +171,19 @@ def prepare_spec(spec: TrackerSpec, *, keep_loaded: bool = True) -> tuple[Tracke
         from pytracking.onnx.runtime import check_backend
 
         check_backend(params, device, geometry=loaded.geometry, checkpoint=spec.net)
-    warning = parameter_mismatch(spec.param, loaded)
-    return spec, [warning] if warning else []
+    warnings = [w for w in (parameter_mismatch(spec.param, loaded), _eager_refinement(params, device)) if w]
+    return spec, warnings
+
+
+def _eager_refinement(params: DiMPParams, device: torch.device) -> str | None:
+    """Why ``cuda_graph`` has no effect with these parameters on ``device``, or None when it has."""
+    if not params.cuda_graph:
+        return None
+    if device.type != "cuda":
+        return f"cuda_graph (--cuda-graph) replays the refinement on a GPU; on {device} it runs eagerly"
+    if params.refine_mode != "plain":
+        return f"cuda_graph (--cuda-graph) graphs the plain ascent; refine_mode={params.refine_mode} runs eagerly"
+    return None
 
 
 def tracker_params(spec: TrackerSpec) -> DiMPParams:

@@ -141,9 +141,10 @@ def test_compile_flag_reaches_the_tracker_and_gives_the_eager_results(tree):
     np.testing.assert_allclose(compiled, eager, rtol=0, atol=1e-3)
 
 
-def test_cuda_graph_flag_reaches_the_parameters_and_a_cpu_tracker_stays_eager(tree):
-    from pytracking.evaluation.tracker_spec import TrackerSpec, build_tracker
+def test_cuda_graph_flag_reaches_the_parameters_and_a_cpu_tracker_stays_eager(tree, capsys):
+    from pytracking.evaluation.tracker_spec import TrackerSpec, _eager_refinement, build_tracker
     from pytracking.run_tracker import build_parser
+    from pytracking.tracker.dimp import DiMPParams
 
     root, ckpt, results = tree
     args = ["dimp", "nce_plus_tiny", "--dataset", "folder", "--cuda-graph"]
@@ -153,6 +154,14 @@ def test_cuda_graph_flag_reaches_the_parameters_and_a_cpu_tracker_stays_eager(tr
     assert tracker.params.cuda_graph and tracker.stages._graphed is None  # graphs are for CUDA devices
     assert run(root, ckpt, results, "--sequence", "alpha", "--runid", "3", "--cuda-graph") == 0
     assert read_result_file(results / "dimp" / "nce_plus_tiny_003" / "alpha.txt").shape == (6, 4)
+    err = capsys.readouterr().err
+    assert "warning: cuda_graph (--cuda-graph) replays the refinement on a GPU; on cpu it runs eagerly" in err
+    cuda = torch.device("cuda")
+    assert _eager_refinement(DiMPParams(cuda_graph=True), cuda) is None
+    assert "refine_mode=s1 runs eagerly" in _eager_refinement(
+        DiMPParams(cuda_graph=True, refine_mode="s1"), cuda
+    )
+    assert _eager_refinement(DiMPParams(), torch.device("cpu")) is None
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CHECKPOINTS))
