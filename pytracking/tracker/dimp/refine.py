@@ -49,7 +49,7 @@ def candidate_boxes(
 ) -> Tensor:
     """(..., 1 + num_random, 4) xywh: each box of ``box_xywh`` (..., 4) first, then its jitters from ``draws``
     (..., num_random, 4) uniform [0, 1) numbers (see the module docstring). Each box's candidates are those it
-    gets alone, bit for bit (the least side's third is rounded from float64, as a Python number would be)."""
+    gets alone, bit for bit (the shorter side's third is rounded from float64, as a Python number would be)."""
     box = box_xywh[..., None, :]
     if num_random == 0:
         return box.clone()
@@ -61,9 +61,7 @@ def candidate_boxes(
     least = (box[..., 2:].amin(-1, keepdim=True).double() / 3).to(box.dtype)
     size = torch.maximum(box[..., 2:] + jitter[..., 2:], least)
     centre = box[..., :2] + box[..., 2:] / 2 + jitter[..., :2]
-    return torch.cat(
-        [box.expand(*jitter.shape[:-2], 1, 4), torch.cat([centre - size / 2, size], dim=-1)], dim=-2
-    )
+    return torch.cat([box, torch.cat([centre - size / 2, size], dim=-1)], dim=-2)
 
 
 def _step_tensor(step_length: float | tuple[float, float], like: Tensor) -> Tensor:
@@ -128,9 +126,8 @@ class AscentOptions(NamedTuple):
     decay: float = 1.0
 
 
-AscentFn = Callable[
-    [Tensor], tuple[Tensor, Tensor]
-]  # (B, S, 4) xywh start -> refined (B, S, 4), scores (B, S)
+#: (B, S, 4) xywh start boxes -> refined boxes (B, S, 4) and their scores (B, S)
+AscentFn = Callable[[Tensor], tuple[Tensor, Tensor]]
 
 
 def refine_boxes(
