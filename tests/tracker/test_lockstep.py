@@ -80,9 +80,9 @@ def threshold_between_first_peaks(loaded, videos) -> float:
     return (peaks[k] + peaks[k + 1]) / 2
 
 
-def in_lockstep(loaded, params, videos, pad_to=None):
+def in_lockstep(loaded, params, videos, pad_to=None, groups=1):
     """Every sequence joins at its step; each step advances all joined, unfinished sequences by one frame
-    (``pad_to``: that of :func:`track_frames`)."""
+    (``pad_to``, ``groups``: those of :func:`track_frames`)."""
     trackers = [tracker(loaded, params) for _ in videos]
     results = [[] for _ in videos]
     next_frame = [1] * len(videos)
@@ -93,7 +93,10 @@ def in_lockstep(loaded, params, videos, pad_to=None):
                 trackers[i].initialize(video[0], init)
         busy = [i for i, (video, _, join) in enumerate(videos) if join <= step and next_frame[i] < len(video)]
         boxes = track_frames(
-            [trackers[i] for i in busy], [videos[i][0][next_frame[i]] for i in busy], pad_to=pad_to
+            [trackers[i] for i in busy],
+            [videos[i][0][next_frame[i]] for i in busy],
+            pad_to=pad_to,
+            groups=groups,
         )
         for i, box in zip(busy, boxes):
             results[i].append((box, trackers[i].debug_info["state"]))
@@ -171,24 +174,64 @@ def test_trackers_of_other_parameters_or_networks_are_not_batched():
         track_frames([a, b], [frame, frame])
 
 
+@pytest.mark.parametrize("groups", [2, 3, 8])
+@pytest.mark.parametrize("options", ["between", "opened"])
+def test_groups_interleaved_give_each_sequence_its_boxes_tracked_alone(options, groups):
+    """``groups``: the trackers of a step split into interleaved batches (8: more groups than trackers)."""
+    loaded = random_network("nce_plus_tiny", crop_size=64)
+    videos = lockstep_videos()
+    if options == "between":
+        params = DiMPParams(
+            train_setting="nce_plus_tiny",
+            target_not_found_threshold=threshold_between_first_peaks(loaded, videos),
+        )
+    else:
+        params = DiMPParams(train_setting="nce_plus_tiny", **OPENED)
+    batched = in_lockstep(loaded, params, videos, groups=groups)
+    states = set()
+    for (video, init, _), together in zip(videos, batched, strict=True):
+        single = alone(loaded, params, video, init)
+        assert [s for _, s in together] == [s for _, s in single]
+        np.testing.assert_allclose(
+            np.stack([b for b, _ in together]), np.stack([b for b, _ in single]), rtol=0, atol=TOLERANCE
+        )
+        states.update(s for _, s in single)
+    if options == "between":  # some trackers of a group were refined while others were not
+        assert "not_found" in states and len(states) >= 2, states
+    else:
+        assert "not_found" not in states
+
+
+def test_groups_must_be_positive():
+    loaded = random_network("nce_plus_tiny", crop_size=64)
+    t = tracker(loaded, DiMPParams(train_setting="nce_plus_tiny"))
+    video, init, _ = lockstep_videos()[0]
+    t.initialize(video[0], init)
+    with pytest.raises(ValueError, match="groups >= 1"):
+        track_frames([t], [video[1]], groups=0)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-@pytest.mark.parametrize("cuda_graph", [False, True])
-def test_on_cuda_each_sequence_gets_its_boxes_tracked_alone(cuda_graph):
+@pytest.mark.parametrize(("cuda_graph", "groups"), [(False, 1), (True, 1), (True, 2)])
+def test_on_cuda_each_sequence_gets_its_boxes_tracked_alone(cuda_graph, groups):
     """The same on the GPU, where convolutions of other batch sizes take other algorithms: in full float32
     (the tracker's default, ``tf32=False``) the boxes agree as on the CPU. With ``cuda_graph`` the batched
     refinement is a replayed graph (padded to 2, 4, ... sequences as they join and end), against the eager
-    tracker alone."""
+    tracker alone; with two groups, their steps interleaved on the device (and sharing the graphs)."""
     loaded = random_network("nce_plus_tiny", device="cuda", crop_size=64)
     params = DiMPParams(train_setting="nce_plus_tiny", **OPENED)
     videos = lockstep_videos()
-    batched = in_lockstep(loaded, dataclasses.replace(params, cuda_graph=cuda_graph), videos)
+    batched = in_lockstep(loaded, dataclasses.replace(params, cuda_graph=cuda_graph), videos, groups=groups)
     worst = 0.0
     for (video, init, _), together in zip(videos, batched, strict=True):
         single = alone(loaded, params, video, init)
         assert [s for _, s in together] == [s for _, s in single]
         diff = np.abs(np.stack([b for b, _ in together]) - np.stack([b for b, _ in single]))
         worst = max(worst, float(diff.max()))
-    print(f"largest box difference, lockstep (cuda_graph={cuda_graph}) against alone on CUDA: {worst:.3g} px")
+    print(
+        f"largest box difference, lockstep (cuda_graph={cuda_graph}, groups={groups}) against alone on CUDA: "
+        f"{worst:.3g} px"
+    )
     assert worst < TOLERANCE
 
 

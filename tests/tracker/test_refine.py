@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ltr.ops.boxes import box_iou, xywh_to_rel
-from pytracking.tracker.dimp.refine import AscentOptions, ascend, candidate_boxes, refine_boxes
+from pytracking.tracker.dimp.refine import AscentOptions, ascend, candidate_boxes, select_refined
 
 TARGET = torch.tensor([40.0, 30.0, 24.0, 16.0])  # xywh
 
@@ -74,11 +74,12 @@ def test_relative_space_steps_in_units_of_the_first_box():
     torch.testing.assert_close(boxes - start, torch.tensor([3.0, 6.0, 0.0, 0.0]).expand(1, 2, 4))
 
 
-def refine(score_fn, boxes, draws, **options):
-    """:func:`refine_boxes` with :func:`ascend` of ``score_fn``; ``options`` mixes the ascent's and the
-    candidates' and selection's keywords."""
+def refine(score_fn, boxes, draws, *, jitter_pos=0.1, jitter_size=0.5, **options):
+    """The tracker's refinement of (B, 4) boxes with (B, R, 4) draws: candidates, :func:`ascend` of
+    ``score_fn``, selection; ``options`` mixes the ascent's and the selection's keywords."""
     rules = AscentOptions(**{k: options.pop(k) for k in AscentOptions._fields if k in options})
-    return refine_boxes(lambda start: ascend(score_fn, start, **rules._asdict()), boxes, draws, **options)
+    start = candidate_boxes(boxes, draws.shape[1], jitter_pos, jitter_size, draws)
+    return select_refined(*ascend(score_fn, start, **rules._asdict()), **options)
 
 
 def refine_box(score_fn, box, draws, **options):

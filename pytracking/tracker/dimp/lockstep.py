@@ -8,11 +8,18 @@ Crops, localisation, the sample memories and the filter optimisation stay per tr
 ``end_frame``). A tracker's boxes are therefore those it gets alone, up to the float rounding of batched
 convolutions and matrix products. :meth:`DiMPTracker.track <.tracker.DiMPTracker.track>` is this function
 for one tracker.
+
+A step runs in three phases, each issuing device work the next one waits for: crops and network calls up to
+the classifier's scores (:func:`_start`); localisation and the refinement's ascent (:func:`_localise_and_refine`);
+the refined boxes' selection, the memory and filter updates and the frame's end (:func:`_finish`). With
+``groups`` > 1 the trackers form several batches whose phases are interleaved (all groups' first phases,
+then all second phases, ...), so that on a GPU the host works on one group while the device computes another.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -21,9 +28,9 @@ from torch import Tensor
 
 from ltr.models.tracking import CLF_LAYER
 from pytracking.tracker.dimp.frames import upload
-from pytracking.tracker.dimp.localize import NOT_FOUND
+from pytracking.tracker.dimp.localize import NOT_FOUND, Localization
 from pytracking.tracker.dimp.precision import convolution_precision
-from pytracking.tracker.dimp.refine import AscentOptions, RefineResult, refine_boxes
+from pytracking.tracker.dimp.refine import AscentOptions, RefineResult, candidate_boxes, select_refined
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
 
 if TYPE_CHECKING:
@@ -65,6 +72,7 @@ def track_frames(
     *,
     timer: StageTimer = NULL_TIMER,
     pad_to: int | None = None,
+    groups: int = 1,
 ) -> list[np.ndarray]:
     """Track one frame for each tracker (``frames[i]`` for ``trackers[i]``, each initialised); returns each
     tracker's box (4,) float64 xywh image pixels, and sets each tracker's ``debug_info``.
@@ -72,26 +80,56 @@ def track_frames(
     ``pad_to``: repeat the last crop up to this batch size for the backbone and feature head (compiled
     stages then see one input shape, whatever the number of trackers). A frame of another size than the
     tracker's first raises ``FrameSizeError`` before any tracker changes state.
+
+    ``groups``: split the trackers into this many batches of consecutive trackers (near-equal sizes) and
+    interleave their steps: every group's crops and network calls are issued before the host waits for the
+    first group's scores, and every group's refinement before it waits for the first group's boxes. On a
+    GPU, which runs what the host issued in order while the host goes on, one group's host work (crops,
+    localisation, selection, memory updates) then overlaps another group's network time. Each tracker's
+    calls happen in its own order as before, so its boxes stay those it gets alone, up to the float
+    rounding of the smaller batches. ``pad_to`` applies to each group.
     """
     if len(trackers) != len(frames) or not trackers:
         raise ValueError(f"track_frames needs one frame per tracker, got {len(frames)} for {len(trackers)}")
+    if groups < 1:
+        raise ValueError(f"track_frames needs groups >= 1, got {groups}")
     check_batchable(trackers)
+    for t, f in zip(trackers, frames, strict=True):
+        t.check_frame(f)
+    bounds = np.linspace(0, len(trackers), min(groups, len(trackers)) + 1).round().astype(int)
+    parts = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     with convolution_precision(trackers[0].params.tf32):
-        return _track_frames(trackers, frames, timer, pad_to)
+        steps = [_start(trackers[part], frames[part], timer, pad_to) for part in parts]
+        for step in steps:
+            _localise_and_refine(step, timer)
+        return [box for step in steps for box in _finish(step, timer)]
 
 
-def _track_frames(
+@dataclass
+class _Step:
+    """One group's frame in flight: what :func:`_start` issued and the later phases fill in."""
+
+    trackers: Sequence[DiMPTracker]
+    crops: list[FrameCrop]
+    feats: dict[str, Tensor]
+    clf: Tensor
+    scores: Tensor  # (B, H', W') on the device until localisation
+    locs: list[Localization] = field(default_factory=list)
+    todo: list[int] = field(default_factory=list)  # the refined trackers
+    ascent: tuple[Tensor, Tensor] | None = None  # their refined candidates and scores, on the device
+
+
+def _start(
     trackers: Sequence[DiMPTracker],
     frames: Sequence[np.ndarray | Tensor],
     timer: StageTimer,
     pad_to: int | None,
-) -> list[np.ndarray]:
+) -> _Step:
+    """Crops, backbone, classifier features and scores of one group (issued, not waited for)."""
     lead = trackers[0]
-    stages, p = lead.stages, lead.params
+    stages = lead.stages
     n = len(trackers)
     with timer.stage("crop"):
-        for t, f in zip(trackers, frames, strict=True):
-            t.check_frame(f)
         crops = [t.begin_frame(f) for t, f in zip(trackers, frames, strict=True)]
         x = _stack([c.x for c in crops])
         if pad_to is not None and pad_to > n:
@@ -104,37 +142,54 @@ def _track_frames(
             feats = {k: v[:n] for k, v in feats.items()}
             clf = clf[:n]
         filters = _stack([t.filter for t in trackers])
-        scores = lead.preprocess_scores(stages.classify(filters, clf)).cpu()  # (B, H', W')
+        scores = lead.preprocess_scores(stages.classify(filters, clf))  # (B, H', W')
+    return _Step(trackers, crops, feats, clf, scores)
+
+
+def _localise_and_refine(step: _Step, timer: StageTimer) -> None:
+    """Localise every tracker of the group (waits for its scores) and issue the refinement of those found."""
+    trackers, crops = step.trackers, step.crops
+    lead = trackers[0]
+    stages, p = lead.stages, lead.params
     with timer.stage("localisation"):
-        locs = [t.localise(c, s) for t, c, s in zip(trackers, crops, scores, strict=True)]
-    refined: list[RefineResult | None] = [None] * n
+        scores = step.scores.cpu()
+        step.locs = [t.localise(c, s) for t, c, s in zip(trackers, crops, scores, strict=True)]
     with timer.stage("refinement"):
-        todo = [i for i, loc in enumerate(locs) if loc.state != NOT_FOUND] if p.refine else []
-        if todo:
-            starts = [trackers[i].refine_start(crops[i]) for i in todo]
-            device = lead.device
-            modulation = tuple(_stack([trackers[i].modulation[k] for i in todo]) for k in range(2))
-            sub = feats  # the refined trackers' backbone features (all of them: no copy)
-            if len(todo) < n:
-                index = upload(todo, device)
-                sub = {k: v.index_select(0, index) for k, v in feats.items()}
-            modulated = stages.box_features(sub, modulation)  # type: ignore[arg-type]
-            options = AscentOptions(
-                p.refine_space, p.refine_mode, p.refine_iters, p.refine_step, p.refine_decay
-            )
-            results = refine_boxes(
-                lambda start: stages.ascend(modulated, upload(start, device), options),
-                torch.stack([s[0] for s in starts]),
-                torch.stack([s[1] for s in starts]),
-                jitter_pos=p.box_jitter_pos,
-                jitter_size=p.box_jitter_size,
-                max_aspect_ratio=p.max_aspect_ratio,
-                top_k=p.refine_top_k,
-            )
-            for i, result in zip(todo, results, strict=True):
+        step.todo = [i for i, loc in enumerate(step.locs) if loc.state != NOT_FOUND] if p.refine else []
+        if not step.todo:
+            return
+        todo = step.todo
+        starts = [trackers[i].refine_start(crops[i]) for i in todo]
+        device = lead.device
+        modulation = tuple(_stack([trackers[i].modulation[k] for i in todo]) for k in range(2))
+        sub = step.feats  # the refined trackers' backbone features (all of them: no copy)
+        if len(todo) < len(trackers):
+            index = upload(todo, device)
+            sub = {k: v.index_select(0, index) for k, v in step.feats.items()}
+        modulated = stages.box_features(sub, modulation)  # type: ignore[arg-type]
+        start = candidate_boxes(
+            torch.stack([s[0] for s in starts]),
+            p.num_random_boxes,
+            p.box_jitter_pos,
+            p.box_jitter_size,
+            torch.stack([s[1] for s in starts]),
+        )
+        options = AscentOptions(p.refine_space, p.refine_mode, p.refine_iters, p.refine_step, p.refine_decay)
+        step.ascent = stages.ascend(modulated, upload(start, device), options)
+
+
+def _finish(step: _Step, timer: StageTimer) -> list[np.ndarray]:
+    """Take the refined boxes (waits for them), update the memories and filters, and end the frame."""
+    trackers, crops, locs = step.trackers, step.crops, step.locs
+    p = trackers[0].params
+    refined: list[RefineResult | None] = [None] * len(trackers)
+    if step.ascent is not None:
+        with timer.stage("refinement"):
+            results = select_refined(*step.ascent, max_aspect_ratio=p.max_aspect_ratio, top_k=p.refine_top_k)
+            for i, result in zip(step.todo, results, strict=True):
                 trackers[i].refine_end(crops[i], result, locs[i])
                 refined[i] = result
     with timer.stage("update"):
         for i, t in enumerate(trackers):
-            t.learn(crops[i], locs[i], clf[i : i + 1])
+            t.learn(crops[i], locs[i], step.clf[i : i + 1])
     return [t.end_frame(c, loc, r) for t, c, loc, r in zip(trackers, crops, locs, refined, strict=True)]

@@ -126,30 +126,11 @@ class AscentOptions(NamedTuple):
     decay: float = 1.0
 
 
-#: (B, S, 4) xywh start boxes -> refined boxes (B, S, 4) and their scores (B, S)
-AscentFn = Callable[[Tensor], tuple[Tensor, Tensor]]
-
-
-def refine_boxes(
-    ascent: AscentFn,
-    boxes_xywh: Tensor,
-    draws: Tensor,
-    *,
-    jitter_pos: float = 0.1,
-    jitter_size: float = 0.5,
-    max_aspect_ratio: float = 6.0,
-    top_k: int = 3,
+def select_refined(
+    boxes: Tensor, scores: Tensor, *, max_aspect_ratio: float = 6.0, top_k: int = 3
 ) -> list[RefineResult]:
-    """Refine B boxes at once: ``boxes_xywh`` (B, 4) (crop pixels), one per image of the ascent's batch, with
-    ``draws`` (B, num_random, 4) uniform [0, 1) numbers; one :class:`RefineResult` per box.
-
-    The candidates are made where ``boxes_xywh`` lies (the tracker's state is on the CPU: a few arithmetic
-    operations per box, no device round trip), then ``ascent`` refines all of them, e.g. :func:`ascend` of a
-    score function that maps (B, S, 4) candidates to (B, S) scores, each depending on its own box only, so
-    every image's ascent is its ascent alone. The results are on the CPU.
-    """
-    start = candidate_boxes(boxes_xywh, draws.shape[1], jitter_pos, jitter_size, draws)
-    boxes, scores = ascent(start)
+    """One :class:`RefineResult` per image of refined candidates (B, S, 4) xywh and their scores (B, S), on any
+    device (see the module docstring, "Selection"); the results are on the CPU."""
     boxes, scores = boxes.detach().cpu(), scores.detach().cpu()  # one transfer; the selection is tiny
     return [_select(b, s, max_aspect_ratio, top_k) for b, s in zip(boxes, scores, strict=True)]
 
