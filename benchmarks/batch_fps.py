@@ -5,7 +5,7 @@
                                    [--batches 1 4 16 64] [--sequences 128] [--frames 100] [--size 1280x720]
                                    [--per-slot 16] [--rounds 2] [--threads T] [--compile] [--tf32]
                                    [--stages] [--cuda-graph] [--distinct] [--sweep]
-                                   [--variants eager graph] [--profile]
+                                   [--variants eager graph] [--groups 1 2] [--profile]
 
 ``--mode lockstep`` times the trackers alone: B trackers of SuperDiMP's geometry (our ``nce_plus`` network,
 ResNet-50 at 352 pixels, random weights; ``super_dimp`` parameters with the thresholds of :data:`OPEN`), or
@@ -20,9 +20,11 @@ video instead (different crops and decisions per tracker). ``--sweep``: instead 
 of B, B - 1, ..., 1 trackers, twice; the first pass meets each batch size for the first time (new shapes for
 cuDNN and the allocator), so the ratio of the passes shows what new shapes cost. ``--variants eager graph``:
 every B runs with the eager refinement and with it replayed as a CUDA graph (``cuda_graph=true``), in
-alternating order, and the summary gives each variant's ratio to the first at the same B. ``--profile``: after
-the rounds, each variant's steps at the largest B under cProfile (Python functions by own and by cumulative
-time).
+alternating order, and the summary gives each variant's ratio to the first at the same B. ``--groups 1 2``:
+each variant also with the trackers of a step split into two interleaved groups (``track_frames(...,
+groups=2)``: on a GPU one group's host work overlaps the other's network time), named ``eager/2``,
+``graph/2``. ``--profile``: after the rounds, each variant's steps at the largest B under cProfile (Python
+functions by own and by cumulative time).
 
 ``--mode runner`` (default) times the whole runner:
 the dataset is written once to a temporary folder in the ``folder`` layout (JPEG frames, one
@@ -199,7 +201,12 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
     setting = TINY if args.geometry == TINY else "nce_plus"
     loaded = random_network(setting, device=args.device)
     base = dataclasses.replace(get_parameters(args.geometry), compile=args.compile, tf32=args.tf32, **OPEN)
-    variants = {v: dataclasses.replace(base, cuda_graph=v == "graph") for v in args.variants}
+    # (parameters, groups of track_frames) per variant name: "eager", "graph", or either with "/G" groups
+    variants = {
+        v if g == 1 else f"{v}/{g}": (dataclasses.replace(base, cuda_graph=v == "graph"), g)
+        for v in args.variants
+        for g in args.groups
+    }
     most = max(args.batches)
     offsets = list(range(most)) if args.distinct else [0] * most  # tracker i starts at frame offsets[i]
     steps = 2 * most if args.sweep else args.frames
@@ -211,14 +218,14 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
         f"threads, {'distinct videos' if args.distinct else 'one video'}"
     )
 
-    def start(b: int, params: DiMPParams) -> Callable[..., None]:
+    def start(b: int, params: DiMPParams, groups: int) -> Callable[..., None]:
         """B trackers initialised; returns step(k, n[, timer]): the first n advance to frame k of their videos."""
         trackers = [DiMPTracker(loaded.net, loaded.geometry, params) for _ in range(b)]
         for t, o in zip(trackers, offsets, strict=False):
             t.initialize(frames[o], video_box(o))
 
         def step(k: int, n: int, timer: StageTimer = NULL_TIMER) -> None:
-            track_frames(trackers[:n], [frames[o + k] for o in offsets[:n]], timer=timer)
+            track_frames(trackers[:n], [frames[o + k] for o in offsets[:n]], timer=timer, groups=groups)
 
         step(1, b)  # untimed; compiles B's shapes with --compile, captures B's graph with --variants graph
         if cuda:
@@ -231,7 +238,7 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
         order = sorted(args.batches) if r % 2 == 0 else sorted(args.batches, reverse=True)
         for b in order:
             for v in variants if r % 2 == 0 else list(reversed(variants)):
-                step = start(b, variants[v])
+                step = start(b, *variants[v])
                 if args.sweep:
                     sweep(step, b, cuda)
                     continue
@@ -243,20 +250,20 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
                 peak = f"{torch.cuda.max_memory_allocated() / 2**30:.2f} GiB" if cuda else "-"
                 stages = ", ".join(f"{k} {1000 * t / args.frames:.1f}" for k, t in timer.totals.items())
                 print(
-                    f"round {r + 1}  B={b:<3} {v:<5} {fps[b, v][-1]:7.1f} FPS  peak {peak}  ms per step: {stages}",
+                    f"round {r + 1}  B={b:<3} {v:<7} {fps[b, v][-1]:7.1f} FPS  peak {peak}  ms per step: {stages}",
                     flush=True,
                 )
     if args.profile:
         for v in variants:
-            profile_steps(start(most, variants[v]), most, args.frames, v)
+            profile_steps(start(most, *variants[v]), most, args.frames, v)
     if args.sweep:
         return
     print("\nmedian over rounds:")
-    first = args.variants[0]
+    first = next(iter(variants))
     for b in sorted(args.batches):
         for v in variants:
             ratio = statistics.median(x / y for x, y in zip(fps[b, v], fps[1, v], strict=True))
-            line = f"B={b:<3} {v:<5} {statistics.median(fps[b, v]):7.1f} FPS  {ratio:5.2f}x B=1"
+            line = f"B={b:<3} {v:<7} {statistics.median(fps[b, v]):7.1f} FPS  {ratio:5.2f}x B=1"
             if v != first:
                 against = statistics.median(x / y for x, y in zip(fps[b, v], fps[b, first], strict=True))
                 line += f"  {against:5.2f}x {first}"
@@ -336,6 +343,13 @@ def main(argv: list[str] | None = None) -> None:
         default=["eager"],
         help="lockstep: the trackers' refinement, eager and/or replayed as a CUDA graph (cuda_graph=true), "
         "interleaved; ratios against the first",
+    )
+    ap.add_argument(
+        "--groups",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="lockstep: each variant also with its trackers in G interleaved groups (track_frames' groups)",
     )
     ap.add_argument("--profile", action="store_true", help="lockstep: cProfile the largest B's steps")
     args = ap.parse_args(argv)
