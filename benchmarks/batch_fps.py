@@ -89,7 +89,7 @@ from tests.golden.seeded import tracker_golden_weights  # noqa: E402
 from tests.tracker.helpers import write_tiny_checkpoint  # noqa: E402
 
 LASOT_SEQUENCES, LASOT_FRAMES = 280, 685_360
-TRACK_STAGES = ("crop", "backbone", "classifier", "localisation", "refinement", "update")
+TRACK_STAGES = ("crop", "backbone", "classifier", "localisation", "refinement", "selection", "update")
 RUNNER_STAGES = ("start", "read", "write")  # the lockstep runner's own (run_lockstep's timer)
 
 

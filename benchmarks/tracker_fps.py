@@ -76,7 +76,7 @@ OPEN = {
     "distractor_threshold": math.inf,
     "hard_negative_threshold": math.inf,
 }
-STAGES = ("crop", "backbone", "classifier", "localisation", "refinement", "update")
+STAGES = ("crop", "backbone", "classifier", "localisation", "refinement", "selection", "update")
 
 
 @dataclasses.dataclass

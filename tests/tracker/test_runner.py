@@ -395,7 +395,7 @@ def test_lockstep_timer_counts_the_runner_and_tracker_stages(tree, tmp_path):
     )
     assert sorted(report.done) == ["a", "b", "c"]
     steps = 8  # as in test_lockstep_starts_the_longest_sequences_first
-    for stage in ("crop", "backbone", "classifier", "localisation", "refinement", "update"):
+    for stage in ("crop", "backbone", "classifier", "localisation", "refinement", "selection", "update"):
         assert timer.counts[stage] == steps, stage
     assert timer.counts["write"] == 3
     assert timer.counts["read"] == (2 - 1) + (3 - 1) + (9 - 1)  # every frame after each first

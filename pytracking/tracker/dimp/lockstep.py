@@ -183,8 +183,8 @@ def _finish(step: _Step, timer: StageTimer) -> list[np.ndarray]:
     trackers, crops, locs = step.trackers, step.crops, step.locs
     p = trackers[0].params
     refined: list[RefineResult | None] = [None] * len(trackers)
-    if step.ascent is not None:
-        with timer.stage("refinement"):
+    with timer.stage("selection"):
+        if step.ascent is not None:
             results = select_refined(*step.ascent, max_aspect_ratio=p.max_aspect_ratio, top_k=p.refine_top_k)
             for i, result in zip(step.todo, results, strict=True):
                 trackers[i].refine_end(crops[i], result, locs[i])

@@ -58,8 +58,8 @@ class DiMPTracker:
         net: a :class:`DiMPNet` in eval mode (``pytracking.tracker.dimp.network`` prepares one).
         geometry: the crop geometry of the network's train setting.
         params: runtime parameters.
-        timer: optional :class:`StageTimer` (stages crop, backbone, classifier, localisation, refinement,
-            update).
+        timer: optional :class:`StageTimer` (stages crop, backbone, classifier, localisation, refinement
+            (the ascent), selection (the refined box taken), update).
     """
 
     def __init__(
