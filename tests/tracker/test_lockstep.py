@@ -65,6 +65,22 @@ def alone(loaded, params, video, init):
     return out
 
 
+def against_alone(loaded, params, videos, batched) -> tuple[set[str], float]:
+    """Assert that each sequence's ``batched`` (box, state) results have the states and, within
+    :data:`TOLERANCE`, the boxes it gets tracked alone with ``params``; returns the states seen and the
+    largest box difference (px)."""
+    states: set[str] = set()
+    worst = 0.0
+    for (video, init, _), together in zip(videos, batched, strict=True):
+        single = alone(loaded, params, video, init)
+        assert [s for _, s in together] == [s for _, s in single]
+        boxes, want = np.stack([b for b, _ in together]), np.stack([b for b, _ in single])
+        np.testing.assert_allclose(boxes, want, rtol=0, atol=TOLERANCE)
+        worst = max(worst, float(np.abs(boxes - want).max()))
+        states.update(s for _, s in single)
+    return states, worst
+
+
 def threshold_between_first_peaks(loaded, videos) -> float:
     """Halfway between the middle two of the ``videos``' score peaks on their first tracked frame (before any
     not-found decision), so a not-found threshold there leaves some sequences found and some not, none of
@@ -127,14 +143,7 @@ def test_each_sequence_gets_its_boxes_tracked_alone(options):
         options = {**options, "target_not_found_threshold": threshold_between_first_peaks(loaded, videos)}
     params = DiMPParams(train_setting="nce_plus_tiny", **options)
     batched = in_lockstep(loaded, params, videos)
-    states = set()
-    for (video, init, _), together in zip(videos, batched, strict=True):
-        single = alone(loaded, params, video, init)
-        assert [s for _, s in together] == [s for _, s in single]
-        np.testing.assert_allclose(
-            np.stack([b for b, _ in together]), np.stack([b for b, _ in single]), rtol=0, atol=TOLERANCE
-        )
-        states.update(s for _, s in single)
+    states, _ = against_alone(loaded, params, videos, batched)
     if some_not_found:
         assert "not_found" in states and len(states) >= 2, states  # the subset path ran
     all_boxes = np.concatenate([np.stack([b for b, _ in r]) for r in batched])
@@ -188,14 +197,7 @@ def test_groups_interleaved_give_each_sequence_its_boxes_tracked_alone(options, 
     else:
         params = DiMPParams(train_setting="nce_plus_tiny", **OPENED)
     batched = in_lockstep(loaded, params, videos, groups=groups)
-    states = set()
-    for (video, init, _), together in zip(videos, batched, strict=True):
-        single = alone(loaded, params, video, init)
-        assert [s for _, s in together] == [s for _, s in single]
-        np.testing.assert_allclose(
-            np.stack([b for b, _ in together]), np.stack([b for b, _ in single]), rtol=0, atol=TOLERANCE
-        )
-        states.update(s for _, s in single)
+    states, _ = against_alone(loaded, params, videos, batched)
     if options == "between":  # some trackers of a group were refined while others were not
         assert "not_found" in states and len(states) >= 2, states
     else:
@@ -222,17 +224,11 @@ def test_on_cuda_each_sequence_gets_its_boxes_tracked_alone(cuda_graph, groups):
     params = DiMPParams(train_setting="nce_plus_tiny", **OPENED)
     videos = lockstep_videos()
     batched = in_lockstep(loaded, dataclasses.replace(params, cuda_graph=cuda_graph), videos, groups=groups)
-    worst = 0.0
-    for (video, init, _), together in zip(videos, batched, strict=True):
-        single = alone(loaded, params, video, init)
-        assert [s for _, s in together] == [s for _, s in single]
-        diff = np.abs(np.stack([b for b, _ in together]) - np.stack([b for b, _ in single]))
-        worst = max(worst, float(diff.max()))
+    _, worst = against_alone(loaded, params, videos, batched)
     print(
         f"largest box difference, lockstep (cuda_graph={cuda_graph}, groups={groups}) against alone on CUDA: "
         f"{worst:.3g} px"
     )
-    assert worst < TOLERANCE
 
 
 @pytest.mark.parametrize("tf32", [False, True])
