@@ -231,9 +231,21 @@ class OrtStages:
     def initial_filter(self, clf: Tensor, boxes: Tensor, num_iter: int) -> Tensor:
         filters = self.run("initial_filter", clf, boxes)[0]
         weights = torch.full((clf.shape[0],), 1.0 / clf.shape[0])
-        return self.optimize(filters, clf, boxes, weights, num_iter)
+        return self._optimize_one(filters, clf, boxes, weights, num_iter)
 
     def optimize(self, filters: Tensor, clf: Tensor, boxes: Tensor, weights: Tensor, num_iter: int) -> Tensor:
+        """The exported ``filter_step`` takes one sequence: the B sequences one after another."""
+        return torch.cat(
+            [
+                self._optimize_one(filters[b : b + 1], clf[:, b], boxes[:, b], weights[:, b], num_iter)
+                for b in range(filters.shape[0])
+            ]
+        )
+
+    def _optimize_one(
+        self, filters: Tensor, clf: Tensor, boxes: Tensor, weights: Tensor, num_iter: int
+    ) -> Tensor:
+        """``num_iter`` steps from (1, C, k, k) on (S, C, h, w) samples, (S, 4) boxes, (S,) weights."""
         session = self.sessions["filter_step"]
         names = [arg.name for arg in session.get_inputs()]
         feeds = dict(zip(names[1:], [_numpy(clf), _numpy(boxes), _numpy(weights)], strict=True))

@@ -12,6 +12,7 @@ from pytracking.tracker.dimp.localize import (
     UNCERTAIN,
     LocalizationThresholds,
     localize,
+    localize_batch,
     motion_window,
 )
 
@@ -83,3 +84,48 @@ def test_motion_window():
     w = motion_window((5, 5), torch.tensor([2.0, 2.0]), 1.0)
     assert w[2, 2] == 1.0 and float(w[0, 0]) == pytest.approx(0.25**2, abs=1e-6)
     assert torch.all(motion_window((5, 5), torch.tensor([2.0, 2.0]), 0.0) == 1)
+
+
+def test_a_batch_of_maps_gets_each_map_its_own_localisation():
+    """localize_batch on many maps: each map's state, displacement and score as localize gives it alone,
+    over maps built to meet every state (ties included: flat maps, equal peaks) and random target sizes."""
+    gen = torch.Generator().manual_seed(0)
+    maps, prevs, sizes = [], [], []
+    for i in range(64):
+        kind = i % 4
+        s = torch.rand(23, 23, generator=gen) * 0.2
+        r, c = (torch.randint(0, 23, (2,), generator=gen)).tolist()
+        s[r, c] = 1.0
+        r2, c2 = (torch.randint(0, 23, (2,), generator=gen)).tolist()
+        if kind == 1:  # a distractor, near or far
+            s[r2, c2] = 0.9
+        elif kind == 2:  # a weaker second peak: hard negative unless inside the neighbourhood
+            s[r2, c2] = 0.6
+        elif kind == 3:  # ties: flat, or two equal peaks
+            s = torch.zeros(23, 23) if i % 8 == 3 else s
+            s[r2, c2] = float(s.max())
+        if i % 16 == 5:
+            s = s * 0.1  # not found
+        maps.append(s)
+        prevs.append((torch.rand(2, generator=gen) - 0.5) * 30)
+        sizes.append(torch.rand(2, generator=gen) * 8)
+    scores, prev, size = torch.stack(maps), torch.stack(prevs), torch.stack(sizes)
+    batch = localize_batch(scores, prev, size, T)
+    states = set()
+    for i, loc in enumerate(batch):
+        alone = localize(scores[i], prev[i], size[i], T)
+        assert loc.state == alone.state
+        assert torch.equal(loc.disp, alone.disp)
+        assert loc.max_score == alone.max_score
+        assert torch.equal(loc.scores, alone.scores)
+        states.add(loc.state)
+    assert states == {NOT_FOUND, UNCERTAIN, HARD_NEGATIVE, NORMAL}
+    simple = localize_batch(scores, prev, size, T, advanced=False)
+    assert [loc.disp.tolist() for loc in simple] == [
+        localize(m, p, z, T, advanced=False).disp.tolist() for m, p, z in zip(scores, prev, size, strict=True)
+    ]
+
+
+def test_localize_batch_refuses_a_single_map():
+    with pytest.raises(ValueError, match=r"\(B, H', W'\)"):
+        localize_batch(torch.zeros(23, 23), torch.zeros(1, 2), SIZE[None], T)

@@ -11,7 +11,7 @@ import torch
 
 from pytracking.tracker.dimp import DiMPParams, DiMPTracker, random_network
 from pytracking.tracker.dimp.frames import FrameSizeError
-from pytracking.tracker.dimp.lockstep import track_frames
+from pytracking.tracker.dimp.lockstep import _optimise, track_frames
 from tests.tracker.helpers import random_frame
 
 OPENED = {"target_not_found_threshold": -1e9, "distractor_threshold": 1e9, "hard_negative_threshold": 1e9}
@@ -132,11 +132,15 @@ def in_lockstep(loaded, params, videos, pad_to=None, groups=1):
         {**OPENED, "refine_mode": "s1", "refine_decay": 0.5},
         {**OPENED, "refine_space": "default"},
         {**OPENED, "score_preprocess": "softmax"},
+        # the filters of all trackers optimised every frame (and so together, from memories of other fills)
+        {**OPENED, "train_skipping": 1},
+        {**OPENED, "train_skipping": 1, "score_preprocess": "softmax", "optimizer": "newton_kl"},
     ],
-    ids=["states", "opened", "norefine", "s1", "default_space", "softmax"],
+    ids=["states", "opened", "norefine", "s1", "default_space", "softmax", "optimised", "optimised_kl"],
 )
 def test_each_sequence_gets_its_boxes_tracked_alone(options):
-    loaded = random_network("nce_plus_tiny", crop_size=64)
+    options = dict(options)
+    loaded = network(options.pop("optimizer", "steepest_descent_gn"))
     videos = lockstep_videos()
     some_not_found = options.get("target_not_found_threshold") == "between"
     if some_not_found:
@@ -148,6 +152,37 @@ def test_each_sequence_gets_its_boxes_tracked_alone(options):
         assert "not_found" in states and len(states) >= 2, states  # the subset path ran
     all_boxes = np.concatenate([np.stack([b for b, _ in r]) for r in batched])
     assert np.isfinite(all_boxes).all() and np.ptp(all_boxes[:, 0]) > 5  # the boxes differ per sequence
+
+
+def network(optimizer: str = "steepest_descent_gn"):
+    """The demo's network at 64 pixels, random weights, with DiMP's or PrDiMP's filter optimizer."""
+    return random_network("nce_plus_tiny", crop_size=64, net_fields={"filter_optimizer": optimizer})
+
+
+@pytest.mark.parametrize("optimizer", ["steepest_descent_gn", "newton_kl"])
+def test_filters_optimised_together_are_each_filter_optimised_alone(optimizer):
+    """One optimizer call for trackers whose memories hold different numbers of samples (the fuller
+    memories' extra slots enter the others' as zero-weight padding) gives each tracker its own filter."""
+    loaded = network(optimizer)
+    params = DiMPParams(train_setting="nce_plus_tiny", train_skipping=1000, **OPENED)
+    trackers = []
+    for k, (video, init, _) in enumerate(lockstep_videos()[:3]):
+        t = tracker(loaded, params)
+        t.initialize(video[0], init)
+        for frame in video[1 : 2 + k]:
+            t.track(frame)
+        trackers.append(t)
+    assert len({t.memory.count for t in trackers}) == 3
+    start = [t.filter for t in trackers]
+    alone = []
+    for t, filt in zip(trackers, start, strict=True):
+        _optimise([t], 2)
+        alone.append(t.filter)
+        t.filter = filt
+    _optimise(trackers, 2)
+    for t, want, filt in zip(trackers, alone, start, strict=True):
+        assert (want - filt).abs().max() > 1e-3 * filt.abs().max()  # the steps moved the filter
+        torch.testing.assert_close(t.filter, want, rtol=1e-5, atol=1e-6 * float(want.abs().max()))
 
 
 def test_a_frame_of_another_size_is_refused_before_any_tracker_moves():

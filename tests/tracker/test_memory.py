@@ -88,3 +88,16 @@ def test_errors():
         SampleMemory(2, init_min_weight=0.25).initialize(torch.zeros(3, 1, 1, 1), torch.zeros(3, 4))
     with pytest.raises(RuntimeError, match="before initialize"):
         SampleMemory(2, init_min_weight=0.25).add(torch.zeros(1, 1, 1, 1), torch.zeros(4), 0.1)
+
+
+def test_filled_pads_past_the_samples_held_with_zero_weight():
+    mem = make(size=5, num_init=3)
+    assert mem.count == 3
+    feats, boxes, weights = mem.filled(5)
+    assert feats.shape == (5, 2, 3, 3) and boxes.shape == (5, 4) and weights.shape == (5,)
+    held, held_boxes, held_weights = mem.filled()
+    assert torch.equal(feats[:3], held) and torch.equal(boxes[:3], held_boxes)
+    assert torch.equal(weights[:3], held_weights)
+    assert not feats[3:].any() and not boxes[3:].any() and not weights[3:].any()
+    with pytest.raises(ValueError, match="count must be within 0..5"):
+        mem.filled(6)

@@ -58,10 +58,12 @@ def motion_window(shape: tuple[int, int], centre_cells: Tensor, strength: float)
     return (1 - strength) + strength * (axes[0][:, None] * axes[1][None, :])
 
 
-def _argmax2d(scores: Tensor) -> tuple[float, Tensor]:
-    value, index = scores.reshape(-1).max(0)
+def _argmax2d(scores: Tensor) -> tuple[list[float], Tensor]:
+    """The highest value of each (H', W') map of (B, H', W') ``scores`` (the first in row-major order on ties)
+    and its cell (B, 2) float32 (y, x), on the CPU."""
+    value, index = scores.reshape(scores.shape[0], -1).max(1)
     w = scores.shape[-1]
-    return float(value), torch.stack([index // w, index % w]).float().cpu()
+    return value.tolist(), torch.stack([index // w, index % w], dim=1).float().cpu()
 
 
 def localize(
@@ -72,7 +74,8 @@ def localize(
     *,
     advanced: bool = True,
 ) -> Localization:
-    """Choose the target's displacement and state from one (H', W') score map.
+    """Choose the target's displacement and state from one (H', W') score map (:func:`localize_batch` of
+    one map).
 
     Args:
         scores: (H', W') preprocessed classifier scores.
@@ -83,34 +86,65 @@ def localize(
     """
     if scores.dim() != 2:
         raise ValueError(f"localize: scores must be (H', W'), got {tuple(scores.shape)}")
+    return localize_batch(
+        scores[None],
+        previous_disp.reshape(1, 2),
+        target_size_cells.reshape(1, 2),
+        thresholds,
+        advanced=advanced,
+    )[0]
+
+
+def localize_batch(
+    scores: Tensor,
+    previous_disp: Tensor,
+    target_size_cells: Tensor,
+    thresholds: LocalizationThresholds,
+    *,
+    advanced: bool = True,
+) -> list[Localization]:
+    """:func:`localize` of B maps at once: (B, H', W') scores, (B, 2) previous displacements and (B, 2) target
+    sizes in cells; one :class:`Localization` per map, each the one its map gets alone (the same float32
+    arithmetic row by row; the neighbourhood's bounds are rounded in float64 as Python numbers would be)."""
+    if scores.dim() != 3:
+        raise ValueError(f"localize_batch: scores must be (B, H', W'), got {tuple(scores.shape)}")
     scores = torch.nan_to_num(scores, nan=-1e4, posinf=1e4, neginf=-1e4)
-    h, w = scores.shape
+    b, h, w = scores.shape
     centre = torch.tensor([(h - 1) / 2, (w - 1) / 2])
     max1, peak1 = _argmax2d(scores)
     disp1 = peak1 - centre
     if not advanced:
-        return Localization(disp1, NORMAL, max1, scores)
-    if max1 < thresholds.target_not_found:
-        return Localization(disp1, NOT_FOUND, max1, scores)
-    neigh = thresholds.target_neighborhood_scale * target_size_cells.float().cpu()
-    top = max(round(float(peak1[0]) - float(neigh[0]) / 2), 0)
-    bottom = min(round(float(peak1[0]) + float(neigh[0]) / 2 + 1), h)
-    left = max(round(float(peak1[1]) - float(neigh[1]) / 2), 0)
-    right = min(round(float(peak1[1]) + float(neigh[1]) / 2 + 1), w)
-    masked = scores.clone()
-    masked[top:bottom, left:right] = 0
+        return [Localization(disp1[i], NORMAL, max1[i], scores[i]) for i in range(b)]
+    # the neighbourhood of the first peak, [top, bottom) x [left, right) cells, is masked for the second
+    neigh = (thresholds.target_neighborhood_scale * target_size_cells.float().cpu()).double() / 2
+    peak = peak1.double()
+    low = torch.round(peak - neigh).clamp(min=0)
+    high = torch.minimum(
+        torch.round(peak + neigh + 1), torch.tensor([float(h), float(w)], dtype=torch.float64)
+    )
+    rows, cols = torch.arange(h, dtype=torch.float64), torch.arange(w, dtype=torch.float64)
+    in_rows = (rows >= low[:, :1]) & (rows < high[:, :1])  # (B, H')
+    in_cols = (cols >= low[:, 1:]) & (cols < high[:, 1:])  # (B, W')
+    masked = scores.masked_fill(in_rows[:, :, None] & in_cols[:, None, :], 0.0)
     max2, peak2 = _argmax2d(masked)
     disp2 = peak2 - centre
-    if max2 > thresholds.distractor * max1:
-        prev = previous_disp.float().cpu()
-        norm1 = float(torch.linalg.vector_norm(disp1 - prev))
-        norm2 = float(torch.linalg.vector_norm(disp2 - prev))
-        limit = thresholds.displacement_scale * (h * w) ** 0.5 / 2
-        if norm2 > limit and norm1 < limit:
-            return Localization(disp1, HARD_NEGATIVE, max1, scores)
-        if norm2 < limit and norm1 > limit:
-            return Localization(disp2, HARD_NEGATIVE, max1, scores)
-        return Localization(disp1, UNCERTAIN, max1, scores)
-    if max2 > thresholds.hard_negative * max1 and max2 > thresholds.target_not_found:
-        return Localization(disp1, HARD_NEGATIVE, max1, scores)
-    return Localization(disp1, NORMAL, max1, scores)
+    prev = previous_disp.float().cpu()
+    norm1 = torch.linalg.vector_norm(disp1 - prev, dim=1).tolist()
+    norm2 = torch.linalg.vector_norm(disp2 - prev, dim=1).tolist()
+    limit = thresholds.displacement_scale * (h * w) ** 0.5 / 2
+    out = []
+    for i in range(b):
+        disp, state = disp1[i], NORMAL
+        if max1[i] < thresholds.target_not_found:
+            state = NOT_FOUND
+        elif max2[i] > thresholds.distractor * max1[i]:
+            if norm2[i] > limit and norm1[i] < limit:
+                state = HARD_NEGATIVE
+            elif norm2[i] < limit and norm1[i] > limit:
+                disp, state = disp2[i], HARD_NEGATIVE
+            else:
+                state = UNCERTAIN
+        elif max2[i] > thresholds.hard_negative * max1[i] and max2[i] > thresholds.target_not_found:
+            state = HARD_NEGATIVE
+        out.append(Localization(disp, state, max1[i], scores[i]))
+    return out

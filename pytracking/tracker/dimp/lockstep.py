@@ -1,10 +1,12 @@
-"""One frame of many DiMP trackers at once: their network calls batched, every other rule per tracker.
+"""One frame of many DiMP trackers at once: their network calls and most per-frame rules batched.
 
 :func:`track_frames` advances B trackers (one sequence each, at any frame of it) by one frame: the B search
 crops go through the backbone and the classifier feature head as one batch, every tracker's filter scores
-its own crop in one grouped call, and the box refinement ascends all refined trackers' candidates together.
-Crops, localisation, the sample memories and the filter optimisation stay per tracker (the trackers'
-:meth:`~.tracker.DiMPTracker.begin_frame`, ``localise``, ``refine_start``, ``refine_end``, ``learn`` and
+its own crop in one grouped call, the localisation decides on all score maps at once
+(:func:`~.localize.localize_batch`), the box refinement ascends all refined trackers' candidates together,
+and the trackers whose frame calls for filter optimizer steps take them in one optimizer call per number of
+steps. The crops, the refinement's candidate draws and the sample-memory updates stay per tracker (the
+trackers' :meth:`~.tracker.DiMPTracker.begin_frame`, ``refine_start``, ``refine_end``, ``learn`` and
 ``end_frame``). A tracker's boxes are therefore those it gets alone, up to the float rounding of batched
 convolutions and matrix products. :meth:`DiMPTracker.track <.tracker.DiMPTracker.track>` is this function
 for one tracker.
@@ -28,7 +30,7 @@ from torch import Tensor
 
 from ltr.models.tracking import CLF_LAYER
 from pytracking.tracker.dimp.frames import upload
-from pytracking.tracker.dimp.localize import NOT_FOUND, Localization
+from pytracking.tracker.dimp.localize import NOT_FOUND, Localization, localize_batch, motion_window
 from pytracking.tracker.dimp.precision import convolution_precision
 from pytracking.tracker.dimp.refine import AscentOptions, RefineResult, candidate_boxes, select_refined
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
@@ -152,8 +154,7 @@ def _localise_and_refine(step: _Step, timer: StageTimer) -> None:
     lead = trackers[0]
     stages, p = lead.stages, lead.params
     with timer.stage("localisation"):
-        scores = step.scores.cpu()
-        step.locs = [t.localise(c, s) for t, c, s in zip(trackers, crops, scores, strict=True)]
+        step.locs = _localise(trackers, crops, step.scores.cpu())
     with timer.stage("refinement"):
         step.todo = [i for i, loc in enumerate(step.locs) if loc.state != NOT_FOUND] if p.refine else []
         if not step.todo:
@@ -190,6 +191,64 @@ def _finish(step: _Step, timer: StageTimer) -> list[np.ndarray]:
                 trackers[i].refine_end(crops[i], result, locs[i])
                 refined[i] = result
     with timer.stage("update"):
-        for i, t in enumerate(trackers):
-            t.learn(crops[i], locs[i], step.clf[i : i + 1])
+        steps = [t.learn(crops[i], locs[i], step.clf[i : i + 1]) for i, t in enumerate(trackers)]
+        for n in sorted(set(steps) - {0}):
+            _optimise([t for t, k in zip(trackers, steps, strict=True) if k == n], n)
     return [t.end_frame(c, loc, r) for t, c, loc, r in zip(trackers, crops, locs, refined, strict=True)]
+
+
+def _localise(trackers: Sequence[DiMPTracker], crops: list[FrameCrop], scores: Tensor) -> list[Localization]:
+    """Localise each tracker on its crop's preprocessed scores (row i of ``scores`` (B, H', W'), CPU) and move
+    each found target there: its position only when refinement follows (the refined box then sets the size
+    and scale), else also its scale to the crop's."""
+    lead = trackers[0]
+    p = lead.params
+    h, w = scores.shape[1:]
+    # the trackers share the crop geometry and network (check_batchable): one cell size, image pixels
+    cell = lead.img_sample_sz / (torch.tensor([float(h), float(w)]) - (lead.kernel_size + 1) % 2)
+    sample_pos = torch.stack([c.sample_pos for c in crops])
+    sample_scale = torch.stack([c.sample_scale for c in crops])[:, None]
+    previous = (torch.stack([t.pos for t in trackers]) - sample_pos) / (cell * sample_scale)  # cells
+    if p.score_window > 0:
+        centre = previous + torch.tensor([(h - 1) / 2, (w - 1) / 2])
+        windows = [motion_window((h, w), c.to(scores.device), p.score_window) for c in centre]
+        scores = scores * torch.stack(windows)
+    sizes = torch.stack([t.target_sz for t in trackers]) / sample_scale / cell
+    locs = localize_batch(scores, previous, sizes, lead.thresholds, advanced=p.advanced_localization)
+    found = [i for i, loc in enumerate(locs) if loc.state != NOT_FOUND]
+    if not found:
+        return locs
+    index = torch.tensor(found)
+    disp = torch.stack([locs[i].disp for i in found])
+    new_pos = sample_pos[index] + disp * cell * sample_scale[index]
+    if not p.refine:
+        for i in found:
+            trackers[i].set_scale(crops[i].sample_scale)
+    # the target's centre stays inside the image by (target_inside_ratio - 1/2) of its size
+    inside = (p.target_inside_ratio - 0.5) * torch.stack([trackers[i].target_sz for i in found])
+    limit = torch.stack([trackers[i].image_sz for i in found]) - inside
+    for i, pos in zip(found, torch.max(torch.min(new_pos, limit), inside), strict=True):
+        trackers[i].pos = pos
+    return locs
+
+
+def _optimise(trackers: Sequence[DiMPTracker], num_iter: int) -> None:
+    """``num_iter`` filter optimizer steps for each tracker on its sample memory, all in one call: the
+    memories' first S slots side by side, S the fullest memory's count (the others' extra slots have weight
+    zero, which leaves them out of the objective)."""
+    count = max(t.memory.count for t in trackers)
+    feats, boxes, weights = zip(*(t.memory.filled(count) for t in trackers), strict=True)
+    filters = trackers[0].stages.optimize(
+        _stack([t.filter for t in trackers]),
+        _stack_samples(feats),
+        _stack_samples(boxes),
+        _stack_samples(weights),
+        num_iter,
+    )
+    for i, t in enumerate(trackers):
+        t.filter = filters[i : i + 1]
+
+
+def _stack_samples(tensors: Sequence[Tensor]) -> Tensor:
+    """(S, ...) per tracker -> (S, B, ...); a view for one tracker (its memory is not copied)."""
+    return tensors[0][:, None] if len(tensors) == 1 else torch.stack(tensors, dim=1)

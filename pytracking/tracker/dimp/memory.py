@@ -98,10 +98,19 @@ class SampleMemory:
         self.boxes[index] = box.reshape(4)
         self.num_stored += 1
 
-    def filled(self) -> tuple[Tensor, Tensor, Tensor]:
-        """The stored samples: features (K, C, H, W), boxes (K, 4), weights (K,), all on the features' device."""
+    @property
+    def count(self) -> int:
+        """The number of samples held (at most ``size``): slots 0..count-1."""
+        return min(self.num_stored, self.size)
+
+    def filled(self, count: int | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """The first ``count`` slots (default :attr:`count`, the samples held): features (count, C, H, W),
+        boxes (count, 4), weights (count,), all on the features' device. Slots past the samples held have
+        zero features, boxes and weights, so that memories of different fill can be optimised as one batch."""
         if self.weights is None or self.features is None or self.boxes is None:
             raise RuntimeError("SampleMemory.filled before initialize")
-        k = min(self.num_stored, self.size)
+        k = self.count if count is None else count
+        if not 0 <= k <= self.size:
+            raise ValueError(f"SampleMemory.filled: count must be within 0..{self.size}, got {k}")
         device = self.features.device
         return self.features[:k], upload(self.boxes[:k], device), upload(self.weights[:k], device)

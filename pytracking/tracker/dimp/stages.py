@@ -80,7 +80,8 @@ class NetworkStages(Protocol):
         ...
 
     def optimize(self, filters: Tensor, clf: Tensor, boxes: Tensor, weights: Tensor, num_iter: int) -> Tensor:
-        """``num_iter`` filter optimizer steps on (S, C, h, w) samples, (S, 4) boxes, (S,) weights."""
+        """``num_iter`` filter optimizer steps from B filters (B, C, k, k), each on its sequence's samples:
+        (S, B, C, h, w) features, (S, B, 4) boxes, (S, B) weights (a zero weight leaves a sample out)."""
         ...
 
 
@@ -133,9 +134,7 @@ class TorchStages:
 
     def optimize(self, filters: Tensor, clf: Tensor, boxes: Tensor, weights: Tensor, num_iter: int) -> Tensor:
         optimizer = self.net.classifier.optimizer
-        return optimizer(
-            filters, clf[:, None], boxes[:, None], sample_weight=weights[:, None], num_iter=num_iter
-        ).filters
+        return optimizer(filters, clf, boxes, sample_weight=weights, num_iter=num_iter).filters
 
 
 def network_stages(net: DiMPNet, geometry: Geometry, params: DiMPParams) -> NetworkStages:

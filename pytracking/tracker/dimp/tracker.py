@@ -38,8 +38,6 @@ from pytracking.tracker.dimp.localize import (
     UNCERTAIN,
     Localization,
     LocalizationThresholds,
-    localize,
-    motion_window,
 )
 from pytracking.tracker.dimp.lockstep import FrameCrop, track_frames
 from pytracking.tracker.dimp.memory import SampleMemory
@@ -116,12 +114,10 @@ class DiMPTracker:
         centre = centre + sample_pos.flip(0)
         return torch.cat([centre - (size - 1) / 2, size], dim=1)
 
-    def _update_state(self, new_pos: Tensor, new_scale: Tensor | None = None) -> None:
-        if new_scale is not None:
-            self.target_scale = new_scale.clamp(self.min_scale_factor, self.max_scale_factor)
-            self.target_sz = self.base_target_sz * self.target_scale
-        inside = (self.params.target_inside_ratio - 0.5) * self.target_sz
-        self.pos = torch.max(torch.min(new_pos, self.image_sz - inside), inside)
+    def set_scale(self, new_scale: Tensor) -> None:
+        """Set ``target_scale`` (clamped to the sequence's range) and the target size it implies."""
+        self.target_scale = new_scale.clamp(self.min_scale_factor, self.max_scale_factor)
+        self.target_sz = self.base_target_sz * self.target_scale
 
     def preprocess_scores(self, raw: Tensor) -> Tensor:
         """(B, H', W') raw classifier scores -> the maps localisation uses (softmax for PrDiMP)."""
@@ -129,11 +125,6 @@ class DiMPTracker:
             reg = getattr(self.net.classifier.optimizer, "softmax_reg", None)
             return softmax_reg(raw, dim=(-2, -1), reg=reg)
         return raw
-
-    def _optimize(self, num_iter: int) -> None:
-        """``num_iter`` filter optimizer steps from the current filter on the sample memory."""
-        feats, boxes, weights = self.memory.filled()
-        self.filter = self.stages.optimize(self.filter, feats, boxes, weights, num_iter)
 
     # ------------------------------------------------------------------------- one frame, step by step
     # :func:`.lockstep.track_frames` runs these for one or many trackers, batching the network calls between
@@ -168,28 +159,6 @@ class DiMPTracker:
         sample_scale = ((coords[0, 2:] - coords[0, :2]) / self.img_sample_sz).prod().sqrt()
         return FrameCrop(self._normalize(patches.to(self.device)), coords[0], sample_pos, sample_scale)
 
-    def localise(self, crop: FrameCrop, scores: Tensor) -> Localization:
-        """Localise on this crop's (H', W') preprocessed scores and move the target there (position only when
-        refinement follows: :meth:`refine_start` / :meth:`refine_end`)."""
-        p = self.params
-        h, w = scores.shape
-        cell = self.img_sample_sz / (torch.tensor([float(h), float(w)]) - (self.kernel_size + 1) % 2)
-        previous = (self.pos - crop.sample_pos) / (cell * crop.sample_scale)  # cells from the map centre
-        if p.score_window > 0:
-            centre = previous + torch.tensor([(h - 1) / 2, (w - 1) / 2])
-            scores = scores * motion_window((h, w), centre.to(scores.device), p.score_window)
-        loc = localize(
-            scores,
-            previous,
-            self.target_sz / crop.sample_scale / cell,
-            self.thresholds,
-            advanced=p.advanced_localization,
-        )
-        if loc.state != NOT_FOUND:
-            new_pos = crop.sample_pos + loc.disp * cell * crop.sample_scale
-            self._update_state(new_pos, None if p.refine else crop.sample_scale)
-        return loc
-
     def refine_start(self, crop: FrameCrop) -> tuple[Tensor, Tensor]:
         """The refinement's input for this crop: the current box (4,) xywh crop pixels and the frame's
         ``num_random_boxes`` candidate draws (num_random_boxes, 4), both on the CPU."""
@@ -221,10 +190,12 @@ class DiMPTracker:
         if self.params.update_scale_when_uncertain or loc.state != UNCERTAIN:
             self.target_scale = torch.sqrt(new_sz.prod() / self.base_target_sz.prod())
 
-    def learn(self, crop: FrameCrop, loc: Localization, clf: Tensor) -> None:
-        """The sample-memory update with this crop's classification features (1, C, h, w) and the filter
-        optimisation the frame calls for."""
+    def learn(self, crop: FrameCrop, loc: Localization, clf: Tensor) -> int:
+        """The sample-memory update with this crop's classification features (1, C, h, w); returns the number
+        of filter optimizer steps the frame calls for (0: none), which :func:`.lockstep.track_frames` runs
+        for all trackers that call for the same number at once."""
         p = self.params
+        steps = 0
         if loc.state not in (NOT_FOUND, UNCERTAIN):
             hard = loc.state == HARD_NEGATIVE
             lr = p.hard_negative_learning_rate if hard else p.learning_rate
@@ -232,13 +203,14 @@ class DiMPTracker:
                 box = self._iou_box(self.pos, self.target_sz, crop.sample_pos, crop.sample_scale)
                 self.memory.add(clf, box, lr)
             if hard:
-                self._optimize(p.hard_negative_optim_iter)
+                steps = p.hard_negative_optim_iter
             elif (self.frame_num - 1) % p.train_skipping == 0:
-                self._optimize(p.update_optim_iter)
+                steps = p.update_optim_iter
         # the reference restores the last refined position, also one from an earlier frame when this
         # frame's refinement kept no box
         if p.refine and loc.state != NOT_FOUND and self._pos_refined is not None:
             self.pos = self._pos_refined.clone()
+        return steps
 
     def end_frame(self, crop: FrameCrop, loc: Localization, refined: RefineResult | None) -> np.ndarray:
         """Set ``debug_info`` (see :meth:`track`) and return the target box (4,) float64 xywh image pixels."""
