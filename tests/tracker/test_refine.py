@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ltr.ops.boxes import box_iou, xywh_to_rel
-from pytracking.tracker.dimp.refine import AscentOptions, ascend, candidate_boxes, select_refined
+from ltr.ebm.predict import value_and_grad
+from ltr.ops.boxes import box_iou, rel_to_xywh, xywh_to_rel
+from pytracking.tracker.dimp.refine import (
+    AscentOptions,
+    ascend,
+    candidate_boxes,
+    relative_gradient,
+    select_refined,
+)
 
 TARGET = torch.tensor([40.0, 30.0, 24.0, 16.0])  # xywh
 
@@ -85,6 +92,25 @@ def refine(score_fn, boxes, draws, *, jitter_pos=0.1, jitter_size=0.5, **options
 def refine_box(score_fn, box, draws, **options):
     """One box through the batched refinement."""
     return refine(score_fn, box[None], draws[None], **options)[0]
+
+
+def test_the_written_out_relative_gradient_is_autograd_s():
+    """relative_gradient against autograd through rel_to_xywh (the reference's way), on random boxes and
+    gradients: equal up to float32 rounding (autograd multiplies by w0 and exp(rel) in turn, we by w)."""
+    gen = torch.Generator().manual_seed(0)
+    reference = torch.rand(3, 1, 4, generator=gen) * 50 + 5
+    rel = (torch.rand(3, 10, 4, generator=gen) - 0.5) * 0.4
+    weights = torch.randn(3, 10, 4, generator=gen)
+
+    def score(boxes):  # any smooth f of xywh boxes
+        return (weights * boxes).sum(-1) + 0.01 * (boxes * boxes).sum(-1)
+
+    _, want = value_and_grad(lambda r: score(rel_to_xywh(r, reference)), rel)
+    boxes = rel_to_xywh(rel, reference)
+    _, grad = value_and_grad(score, boxes)
+    got = relative_gradient(grad, boxes, reference)
+    torch.testing.assert_close(got, want, rtol=4e-7, atol=0)
+    assert torch.equal(got[..., :2], want[..., :2])  # the position's products are the same ones
 
 
 @pytest.mark.parametrize("mode", ["plain", "s1"])
