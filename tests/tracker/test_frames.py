@@ -10,6 +10,7 @@ from pytracking.tracker.dimp.frames import (
     TrackerInputError,
     check_frame_dtype,
     check_frame_size,
+    frame_pixels,
     frame_to_tensor,
     input_frame_wh,
     pinned_frame,
@@ -149,3 +150,19 @@ def test_a_frame_staged_in_pinned_memory_gives_the_tensor_of_the_frame(channels)
     assert isinstance(staged, torch.Tensor) and staged.is_pinned() and tuple(staged.shape) == (3, 12, 16)
     assert input_frame_wh(staged) == input_frame_wh(frame)
     torch.testing.assert_close(frame_to_tensor(staged, cuda), frame_to_tensor(frame, cuda), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float64, np.float16])
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_frame_pixels_keep_uint8_and_make_floats_float32(dtype, channels):
+    """frame_pixels: the (3, H, W) pixels, uint8 kept (the crop converts what it cuts) and floats as
+    float32; as float32 they are frame_to_tensor's, for numpy frames and tensors alike."""
+    rng = np.random.default_rng(channels)
+    frame = rng.integers(0, 256, (5, 7, channels)).astype(dtype)
+    cpu = torch.device("cpu")
+    for given in (frame, torch.from_numpy(frame).permute(2, 0, 1)):
+        pixels = frame_pixels(given, cpu)
+        assert pixels.shape == (3, 5, 7)
+        assert pixels.dtype == (torch.uint8 if dtype == np.uint8 else torch.float32)
+        assert torch.equal(pixels.float(), frame_to_tensor(given, cpu))
+        assert torch.equal(pixels.float()[0], torch.from_numpy(frame[:, :, 0].astype(np.float32)))

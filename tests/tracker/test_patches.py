@@ -23,6 +23,7 @@ from pytracking.tracker.dimp.patches import (
     sample_patch,
     sample_patch_multiscale,
     sample_patch_transformed,
+    sample_patches,
 )
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "patches.npz"
@@ -130,3 +131,32 @@ def test_transformed_applies_every_transform_to_one_patch(image):
 def test_unknown_border_mode_is_refused(image):
     with pytest.raises(ValueError, match="border mode"):
         sample_patch(image, torch.tensor([30.0, 40.0]), torch.tensor([20.0, 20.0]), [16, 16], mode="zeros")
+
+
+@pytest.mark.parametrize("mode", BORDER_MODES)
+def test_patches_cut_together_are_each_patch_cut_alone(golden, mode):
+    """sample_patches over images of different sizes, positions inside, at and beyond the borders and sizes
+    from a few pixels to several times the image (subsampled): each patch and its coordinates bit for bit
+    those sample_patch gives alone; a uint8 image gives the same patch as its float copy."""
+    base = torch.from_numpy(golden["image"])  # (1, 3, H, W) uint8
+    gen = torch.Generator().manual_seed(0)
+    images, pos, size = [], [], []
+    for i in range(24):
+        h = int(torch.randint(20, base.shape[2] + 1, (1,), generator=gen))
+        w = int(torch.randint(20, base.shape[3] + 1, (1,), generator=gen))
+        im = base[:, :, :h, :w]
+        images.append(im if i % 2 else im.float())
+        pos.append((torch.rand(2, generator=gen) * 1.4 - 0.2) * torch.tensor([float(h), float(w)]))
+        size.append(torch.rand(1, generator=gen) * 4 * max(h, w) + 3 * torch.rand(2, generator=gen))
+    pos_t, size_t = torch.stack(pos), torch.stack(size)
+    patches, coords = sample_patches(images, pos_t, size_t, [22, 22], mode=mode, max_scale_change=1.5)
+    assert patches.shape == (24, 3, 22, 22) and patches.dtype == torch.float32
+    for i, im in enumerate(images):
+        want, want_coord = sample_patch(im.float(), pos_t[i], size_t[i], [22, 22], mode, 1.5)
+        assert torch.equal(patches[i : i + 1], want), i
+        assert torch.equal(coords[i : i + 1], want_coord), i
+
+
+def test_patches_of_many_images_need_an_output_size(image):
+    with pytest.raises(ValueError, match="need an output_sz"):
+        sample_patches([image, image], torch.zeros(2, 2), torch.full((2, 2), 10.0))

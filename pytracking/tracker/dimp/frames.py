@@ -180,7 +180,13 @@ def upload(data, device: torch.device, dtype: torch.dtype | None = None) -> Tens
 
 
 def frame_to_tensor(frame: Frame, device: torch.device) -> Tensor:
-    """(3, H, W) float32 (pixel values kept, e.g. 0..255) of a frame.
+    """(3, H, W) float32 (pixel values kept, e.g. 0..255) of a frame (:func:`frame_pixels`, as float32)."""
+    return frame_pixels(frame, device).float()
+
+
+def frame_pixels(frame: Frame, device: torch.device) -> Tensor:
+    """(3, H, W) pixels of a frame on ``device``: uint8 frames stay uint8 (the crop converts only what it
+    cuts), floating-point ones become float32.
 
     Accepts numpy (H, W) grayscale, (H, W, 1), (H, W, 2) gray + alpha, (H, W, 3) RGB or (H, W, 4) RGBA, or a
     torch tensor (C, H, W) / (H, W) with the same channel rules. Alpha is dropped and gray is repeated to three
@@ -188,13 +194,14 @@ def frame_to_tensor(frame: Frame, device: torch.device) -> Tensor:
     """
     check_frame_dtype(frame)
     if isinstance(frame, np.ndarray):
-        return upload(_rgb_numpy(frame), device).permute(2, 0, 1).float()
-    c = _tensor_chw(frame.shape)[0]
-    t = upload(frame, device)
-    if t.dim() == 2:
-        t = t[None]
-    t = t[:1].expand(3, -1, -1) if c in (1, 2) else t[:3]
-    return t.float()
+        t = upload(_rgb_numpy(frame), device).permute(2, 0, 1)
+    else:
+        c = _tensor_chw(frame.shape)[0]
+        t = upload(frame, device)
+        if t.dim() == 2:
+            t = t[None]
+        t = t[:1].expand(3, -1, -1) if c in (1, 2) else t[:3]
+    return t if t.dtype == torch.uint8 else t.float()
 
 
 def pinned_frame(frame: np.ndarray, device: torch.device) -> Frame:

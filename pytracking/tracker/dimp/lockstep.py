@@ -31,6 +31,7 @@ from torch import Tensor
 from ltr.models.tracking import CLF_LAYER
 from pytracking.tracker.dimp.frames import upload
 from pytracking.tracker.dimp.localize import NOT_FOUND, Localization, localize_batch, motion_window
+from pytracking.tracker.dimp.patches import sample_patches
 from pytracking.tracker.dimp.precision import convolution_precision
 from pytracking.tracker.dimp.refine import AscentOptions, RefineResult, candidate_boxes, select_refined
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
@@ -42,11 +43,9 @@ __all__ = ["FrameCrop", "check_batchable", "track_frames"]
 
 
 class FrameCrop(NamedTuple):
-    """One tracker's search crop of a frame: ``x`` (1, 3, H, W) network input on the tracker's device,
-    ``coords`` (4,) its [y1, x1, y2, x2] in image pixels, ``sample_pos`` (2,) its centre (y, x) and
-    ``sample_scale`` (scalar) image pixels per crop pixel (CPU)."""
+    """One tracker's search crop of a frame: ``coords`` (4,) its [y1, x1, y2, x2] in image pixels,
+    ``sample_pos`` (2,) its centre (y, x) and ``sample_scale`` (scalar) image pixels per crop pixel (CPU)."""
 
-    x: Tensor
     coords: Tensor
     sample_pos: Tensor
     sample_scale: Tensor
@@ -132,8 +131,7 @@ def _start(
     stages = lead.stages
     n = len(trackers)
     with timer.stage("crop"):
-        crops = [t.begin_frame(f) for t, f in zip(trackers, frames, strict=True)]
-        x = _stack([c.x for c in crops])
+        x, crops = _crop(trackers, frames)
         if pad_to is not None and pad_to > n:
             x = torch.cat([x, x[-1:].expand(pad_to - n, -1, -1, -1)])
     with timer.stage("backbone"):
@@ -195,6 +193,36 @@ def _finish(step: _Step, timer: StageTimer) -> list[np.ndarray]:
         for n in sorted(set(steps) - {0}):
             _optimise([t for t, k in zip(trackers, steps, strict=True) if k == n], n)
     return [t.end_frame(c, loc, r) for t, c, loc, r in zip(trackers, crops, locs, refined, strict=True)]
+
+
+def _crop(
+    trackers: Sequence[DiMPTracker], frames: Sequence[np.ndarray | Tensor]
+) -> tuple[Tensor, list[FrameCrop]]:
+    """Start every tracker's frame and cut its search crop: the network input (B, 3, H, W) (normalised, on
+    the trackers' device) and each crop's :class:`FrameCrop`.
+
+    A crop of ``target_scale`` x the geometry's crop size is centred on the target, moved by half a feature
+    cell where the score map and the feature map differ in parity (the reference's rule), and resized to the
+    crop size (:func:`~.patches.sample_patches`)."""
+    lead = trackers[0]
+    geo = lead.geometry
+    images = [t.begin_frame(f) for t, f in zip(trackers, frames, strict=True)]
+    scale = torch.stack([t.target_scale for t in trackers])[:, None]  # (B, 1)
+    odd = (lead.feature_sz + lead.kernel_size) % 2
+    centre = torch.stack([t.pos for t in trackers]) + odd * scale * lead.img_sample_sz / (2 * lead.feature_sz)
+    patches, coords = sample_patches(
+        images,
+        centre,
+        scale * lead.img_sample_sz,
+        lead.img_sample_sz,
+        mode=geo.crop_mode,
+        max_scale_change=geo.max_scale_change,
+    )
+    coords = coords.float()
+    sample_pos = 0.5 * (coords[:, :2] + coords[:, 2:] - 1)
+    sample_scale = ((coords[:, 2:] - coords[:, :2]) / lead.img_sample_sz).prod(dim=1).sqrt()
+    crops = [FrameCrop(*crop) for crop in zip(coords, sample_pos, sample_scale, strict=True)]
+    return lead.normalize(patches.to(lead.device)), crops
 
 
 def _localise(trackers: Sequence[DiMPTracker], crops: list[FrameCrop], scores: Tensor) -> list[Localization]:

@@ -34,6 +34,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from pytracking.tracker.dimp.frames import upload
+
 BorderMode = Literal["replicate", "inside", "inside_major"]
 BORDER_MODES: tuple[str, ...] = ("replicate", "inside", "inside_major")
 
@@ -44,7 +46,9 @@ __all__ = [
     "BorderMode",
     "PatchWindow",
     "patch_window",
+    "patch_windows",
     "sample_patch",
+    "sample_patches",
     "sample_patch_multiscale",
     "sample_patch_transformed",
 ]
@@ -80,7 +84,7 @@ def patch_window(
     mode: BorderMode = "replicate",
     max_scale_change: float | None = None,
 ) -> PatchWindow:
-    """The window :func:`sample_patch` cuts, without touching pixels.
+    """The window :func:`sample_patch` cuts, without touching pixels (:func:`patch_windows` of one patch).
 
     Args:
         image_hw: (H, W) of the image.
@@ -90,22 +94,49 @@ def patch_window(
         mode: ``"replicate"``, ``"inside"`` or ``"inside_major"`` (see the module docstring).
         max_scale_change: largest shrink factor in the inside modes (None: unbounded).
     """
+    pos_t, size_t = _float_pair(pos), _float_pair(sample_sz)
+    return patch_windows([image_hw], pos_t[None], size_t[None], output_sz, mode, max_scale_change)[0]
+
+
+def patch_windows(
+    images_hw: Sequence[tuple[int, int]],
+    pos: Tensor,
+    sample_sz: Tensor,
+    output_sz: SizeLike | None = None,
+    mode: BorderMode = "replicate",
+    max_scale_change: float | None = None,
+) -> list[PatchWindow]:
+    """The windows of B patches, patch i of image (H, W) ``images_hw[i]`` at ``pos[i]`` (B, 2) with size
+    ``sample_sz[i]`` (B, 2) (float32, CPU); the rest as :func:`patch_window`. The size arithmetic runs on
+    all rows at once, in float32 row by row as for one patch, so each window is the one its patch gets
+    alone."""
     if mode not in BORDER_MODES:
         raise ValueError(f"unknown border mode {mode!r}; expected one of {BORDER_MODES}")
-    size = _float_pair(sample_sz)
+    size = sample_sz.to(torch.float32)
     if mode != "replicate":
-        ratios = size / torch.tensor([float(image_hw[0]), float(image_hw[1])])
-        shrink = ratios.max() if mode == "inside" else ratios.min()
+        image = torch.tensor([[float(h), float(w)] for h, w in images_hw])
+        ratios = size / image
+        shrink = ratios.amax(dim=1) if mode == "inside" else ratios.amin(dim=1)
         shrink = shrink.clamp(min=1.0, max=max_scale_change)
-        size = (size / shrink).trunc()
-
-    stride = 1
+        size = (size / shrink[:, None]).trunc()
+    strides = [1] * len(images_hw)
     if output_sz is not None:
-        ratio = float((size / _float_pair(output_sz)).min())
-        stride = max(int(ratio - 0.1), 1)
+        ratios_out = (size / _float_pair(output_sz)).amin(dim=1).tolist()
+        strides = [max(int(ratio - 0.1), 1) for ratio in ratios_out]
+    stride_t = torch.tensor(strides, dtype=torch.float32)[:, None]
+    cuts = torch.clamp(torch.round(size / stride_t), min=2.0).long().tolist()
+    centres = pos.to(torch.float32).trunc().long().tolist()
+    return [
+        _window(hw, centre, cut, stride, mode)
+        for hw, centre, cut, stride in zip(images_hw, centres, cuts, strides, strict=True)
+    ]
 
-    cut = torch.clamp(torch.round(size / stride), min=2.0).long().tolist()
-    centre = [int(v) for v in _float_pair(pos).trunc().long().tolist()]
+
+def _window(
+    image_hw: tuple[int, int], centre: list[int], cut: list[int], stride: int, mode: BorderMode
+) -> PatchWindow:
+    """The window of ``cut`` (h, w) grid pixels around the whole-pixel ``centre`` (y, x) on the ``stride``
+    grid of an ``image_hw`` image (module docstring, steps 2 and 3)."""
     offset = [c % stride for c in centre]
     grid_len = [len(range(offset[d], image_hw[d], stride)) for d in range(2)]
 
@@ -128,22 +159,23 @@ def patch_window(
     return PatchWindow(stride, (offset[0], offset[1]), (start[0], start[1]), (end[0], end[1]))
 
 
-def _cut(im: Tensor, window: PatchWindow) -> Tensor:
-    """Pixels of ``window`` from (N, C, H, W) ``im``, border pixels repeated outside the image.
+def _indices(window: PatchWindow, image_hw: tuple[int, int]) -> tuple[Tensor, Tensor]:
+    """The image rows and columns (int64, CPU) of ``window``'s pixels, border pixels repeated outside the
+    image.
 
     An image side shorter than the window's offset has no strided sample at all (the reference's slice is
     empty and its padding fails); its last pixel stands in for it, so tiny frames track instead of crashing.
     """
     idx = []
     for d in range(2):
-        n = im.shape[2 + d]
+        n = image_hw[d]
         grid_len = len(range(window.offset[d], n, window.stride))
-        grid = torch.arange(int(window.start[d]), int(window.end[d]), device=im.device)
+        grid = torch.arange(int(window.start[d]), int(window.end[d]))
         if grid_len == 0:
             idx.append(torch.full_like(grid, n - 1))
         else:
             idx.append(window.offset[d] + window.stride * grid.clamp(0, grid_len - 1))
-    return im.index_select(2, idx[0]).index_select(3, idx[1])
+    return idx[0], idx[1]
 
 
 def sample_patch(
@@ -157,23 +189,58 @@ def sample_patch(
     """Cut one patch as pytracking's ``sample_patch`` does (module docstring: the rules).
 
     Args:
-        im: (1, C, H, W) float image (pixel values 0..255), any device.
+        im: (1, C, H, W) image, uint8 or float (pixel values 0..255), any device.
         pos: (2,) centre (y, x), image pixels.
         sample_sz: (2,) patch size (h, w), image pixels.
         output_sz: (2,) output size (h, w), or None for the cut pixels as they are.
         mode: border mode; max_scale_change: the inside modes' largest shrink factor.
 
     Returns:
-        patch (1, C, oh, ow) (same dtype and device as ``im``) and its coordinates (1, 4) float32
-        ``[y1, x1, y2, x2]`` in image pixels (CPU).
+        patch (1, C, oh, ow) float32 (or ``im``'s float dtype) on ``im``'s device and its coordinates
+        (1, 4) float32 ``[y1, x1, y2, x2]`` in image pixels (CPU).
     """
-    window = patch_window((im.shape[2], im.shape[3]), pos, sample_sz, output_sz, mode, max_scale_change)
-    patch = _cut(im, window)
-    if output_sz is not None:
-        out_hw = [int(v) for v in _float_pair(output_sz).long().tolist()]
-        if list(patch.shape[-2:]) != out_hw:
+    pos_t, size_t = _float_pair(pos), _float_pair(sample_sz)
+    return sample_patches([im], pos_t[None], size_t[None], output_sz, mode, max_scale_change)
+
+
+def sample_patches(
+    images: Sequence[Tensor],
+    pos: Tensor,
+    sample_sz: Tensor,
+    output_sz: SizeLike | None = None,
+    mode: BorderMode = "replicate",
+    max_scale_change: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """B patches at once, patch i cut from ``images[i]`` (1, C, H, W) at ``pos[i]`` with ``sample_sz[i]``
+    ((B, 2) float32, CPU), each as :func:`sample_patch` cuts it alone, all with one ``output_sz``
+    (required when B > 1, so that the patches stack).
+
+    The windows' arithmetic runs on all rows at once (:func:`patch_windows`) and the pixel indices go to
+    the device in one copy; a uint8 image is cut before its pixels become float (the same values, less
+    memory traffic). Returns patches (B, C, oh, ow) and coordinates (B, 4) as :func:`sample_patch`.
+    """
+    if len(images) > 1 and output_sz is None:
+        raise ValueError("sample_patches: B > 1 patches need an output_sz")
+    hw = [(int(im.shape[2]), int(im.shape[3])) for im in images]
+    windows = patch_windows(hw, pos, sample_sz, output_sz, mode, max_scale_change)
+    index = [i for window, size in zip(windows, hw, strict=True) for i in _indices(window, size)]
+    lengths = [len(i) for i in index]
+    device = images[0].device
+    index = upload(torch.cat(index), device).split(lengths)  # one copy to the device, no wait
+    out_hw = None if output_sz is None else [int(v) for v in _float_pair(output_sz).long().tolist()]
+    patches = []
+    for k, im in enumerate(images):
+        patch = im.index_select(2, index[2 * k]).index_select(3, index[2 * k + 1])
+        if not patch.is_floating_point():
+            patch = patch.float()
+        if out_hw is not None and list(patch.shape[-2:]) != out_hw:
             patch = F.interpolate(patch, size=out_hw, mode="bilinear", align_corners=False)
-    return patch, window.coord
+        patches.append(patch)
+    return _cat(patches), torch.cat([window.coord for window in windows])
+
+
+def _cat(tensors: list[Tensor]) -> Tensor:
+    return tensors[0] if len(tensors) == 1 else torch.cat(tensors)
 
 
 def sample_patch_multiscale(
@@ -187,16 +254,18 @@ def sample_patch_multiscale(
     """One patch per scale, each of ``scale * image_sz`` image pixels resized to ``image_sz``.
 
     Args:
-        im: (1, C, H, W) float image; pos: (2,) centre (y, x); image_sz: (2,) output size (h, w).
+        im: (1, C, H, W) image (as :func:`sample_patch`); pos: (2,) centre (y, x); image_sz: (2,) output
+            size (h, w).
         scales: a number, a sequence or a 1-D tensor of S scales (multiplied with ``image_sz`` in float32).
 
     Returns:
         patches (S, C, h, w) and coordinates (S, 4) float32 ``[y1, x1, y2, x2]``.
     """
     size = _float_pair(image_sz)
-    scale_list = torch.as_tensor(scales, dtype=torch.float32).detach().cpu().reshape(-1)
-    cuts = [sample_patch(im, pos, s * size, size, mode, max_scale_change) for s in scale_list]
-    return torch.cat([p for p, _ in cuts]), torch.cat([c for _, c in cuts])
+    scale_list = torch.as_tensor(scales, dtype=torch.float32).detach().cpu().reshape(-1, 1)
+    n = scale_list.shape[0]
+    centre = _float_pair(pos)[None].expand(n, 2)
+    return sample_patches([im] * n, centre, scale_list * size, size, mode, max_scale_change)
 
 
 def sample_patch_transformed(

@@ -26,6 +26,7 @@ from ltr.models.target_classifier import softmax_reg
 from ltr.models.tracking import CLF_LAYER, DiMPNet
 from pytracking.tracker.dimp.frames import (
     check_frame_size,
+    frame_pixels,
     frame_to_tensor,
     input_frame_wh,
     validate_frame,
@@ -42,7 +43,6 @@ from pytracking.tracker.dimp.localize import (
 from pytracking.tracker.dimp.lockstep import FrameCrop, track_frames
 from pytracking.tracker.dimp.memory import SampleMemory
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
-from pytracking.tracker.dimp.patches import sample_patch_multiscale
 from pytracking.tracker.dimp.precision import convolution_precision
 from pytracking.tracker.dimp.refine import RefineResult
 from pytracking.tracker.dimp.stages import network_stages
@@ -92,7 +92,7 @@ class DiMPTracker:
         self.debug_info: dict[str, Any] = {}
 
     # ------------------------------------------------------------------------------------------------ helpers
-    def _normalize(self, patches: Tensor) -> Tensor:
+    def normalize(self, patches: Tensor) -> Tensor:
         """(N, 3, h, w) pixel values 0..255 -> network input (ImageNet normalisation, the reference's order)."""
         return (patches / 255 - self._mean) / self._std
 
@@ -135,29 +135,15 @@ class DiMPTracker:
             raise RuntimeError("DiMPTracker.track called before initialize")
         check_frame_size(frame, self._frame_wh, index=self.frame_num)
 
-    def begin_frame(self, frame: np.ndarray | Tensor) -> FrameCrop:
-        """Seed the frame's draws and cut the search crop of ``frame`` (checked by :meth:`check_frame`) at the
-        current position."""
+    def begin_frame(self, frame: np.ndarray | Tensor) -> Tensor:
+        """Start the next frame (checked by :meth:`check_frame`): seed its draws and return its pixels
+        (1, 3, H, W) on the tracker's device (uint8 or float32), which :func:`.lockstep.track_frames` crops."""
         self.frame_num += 1
-        geo = self.geometry
         # a frame's random draws (the refinement's candidates) depend on (seed, frame) only
         self.generator.manual_seed(self.params.seed + 1_000_003 * self.frame_num)
-        im = self._image(frame)
+        im = frame_pixels(frame, self.device)[None]
         self.image_sz = torch.tensor([float(im.shape[2]), float(im.shape[3])])
-        odd = (self.feature_sz + self.kernel_size) % 2
-        centred = self.pos + odd * self.target_scale * self.img_sample_sz / (2 * self.feature_sz)
-        patches, coords = sample_patch_multiscale(
-            im,
-            centred,
-            self.target_scale.reshape(1),
-            self.img_sample_sz,
-            mode=geo.crop_mode,
-            max_scale_change=geo.max_scale_change,
-        )
-        coords = coords.float()
-        sample_pos = 0.5 * (coords[0, :2] + coords[0, 2:] - 1)
-        sample_scale = ((coords[0, 2:] - coords[0, :2]) / self.img_sample_sz).prod().sqrt()
-        return FrameCrop(self._normalize(patches.to(self.device)), coords[0], sample_pos, sample_scale)
+        return im
 
     def refine_start(self, crop: FrameCrop) -> tuple[Tensor, Tensor]:
         """The refinement's input for this crop: the current box (4,) xywh crop pixels and the frame's
@@ -266,7 +252,7 @@ class DiMPTracker:
             max_scale_change=geo.max_scale_change,
             generator=self.generator,
         )
-        feats = self.stages.init_backbone(self._normalize(init.patches.to(self.device)))
+        feats = self.stages.init_backbone(self.normalize(init.patches.to(self.device)))
 
         # classifier: augmented samples (+ dropout copies of the first), their boxes, filter, memory
         clf = self.stages.init_clf_features(feats[CLF_LAYER])
