@@ -93,8 +93,9 @@ class DiMPTracker:
 
     # ------------------------------------------------------------------------------------------------ helpers
     def normalize(self, patches: Tensor) -> Tensor:
-        """(N, 3, h, w) pixel values 0..255 -> network input (ImageNet normalisation, the reference's order)."""
-        return (patches / 255 - self._mean) / self._std
+        """(N, 3, h, w) pixel values 0..255 -> network input (ImageNet normalisation, the reference's order;
+        one new tensor, the later steps in place: a batch of crops is larger than the caches)."""
+        return (patches / 255).sub_(self._mean).div_(self._std)
 
     def _image(self, frame: np.ndarray | Tensor) -> Tensor:
         return frame_to_tensor(frame, self.device)[None]
