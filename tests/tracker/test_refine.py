@@ -173,3 +173,25 @@ def test_sizes_are_clamped_to_one_pixel_before_selection():
     box = torch.tensor([0.0, 0.0, 2.0, 2.0])
     result = refine_box(shrink, box, torch.zeros(0, 4), space="default", num_iters=1, step_length=0.9)
     assert result.box is not None and torch.all(result.box[2:] == 1.0)
+
+
+def test_a_batch_of_images_is_selected_as_each_image_alone():
+    """select_refined on many images (some candidates of extreme aspect, NaN scores or boxes, images with
+    fewer usable candidates than top_k or none): each image's result is the one it gets alone."""
+    gen = torch.Generator().manual_seed(0)
+    boxes = torch.rand(40, 6, 4, generator=gen) * 40 + 0.5
+    boxes[..., 2:] *= torch.where(torch.rand(40, 6, 1, generator=gen) < 0.4, 10.0, 1.0)
+    scores = torch.randn(40, 6, generator=gen)
+    scores[torch.rand(40, 6, generator=gen) < 0.2] = float("nan")
+    scores[7] = float("nan")  # an image without usable candidates
+    boxes[torch.rand(40, 6, generator=gen) < 0.05] = float("nan")
+    together = select_refined(boxes, scores, top_k=3)
+    counts = set()
+    for b, result in enumerate(together):
+        (alone,) = select_refined(boxes[b : b + 1], scores[b : b + 1], top_k=3)
+        counts.add(int(alone.used.sum()))
+        assert (result.box is None) == (alone.box is None)
+        if alone.box is not None:
+            assert torch.equal(result.box, alone.box)
+        assert torch.equal(result.used, alone.used)
+    assert counts == {0, 1, 2, 3}  # every case met

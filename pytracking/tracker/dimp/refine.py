@@ -19,6 +19,7 @@ fixed-step modes that is f before the last step, as in the reference. With no us
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
@@ -140,21 +141,23 @@ def select_refined(
     boxes: Tensor, scores: Tensor, *, max_aspect_ratio: float = 6.0, top_k: int = 3
 ) -> list[RefineResult]:
     """One :class:`RefineResult` per image of refined candidates (B, S, 4) xywh and their scores (B, S), on any
-    device (see the module docstring, "Selection"); the results are on the CPU."""
+    device (see the module docstring, "Selection"); the results are on the CPU (rows of batched tensors).
+
+    All images are decided at once: the usable candidates' ``top_k`` best by one ``topk`` over scores with
+    the unusable ones at -inf, averaged in the order of their scores, as for each image alone (equal scores
+    may be taken in another order)."""
     boxes, scores = boxes.detach().cpu(), scores.detach().cpu()  # one transfer; the selection is tiny
-    return [_select(b, s, max_aspect_ratio, top_k) for b, s in zip(boxes, scores, strict=True)]
-
-
-def _select(boxes: Tensor, scores: Tensor, max_aspect_ratio: float, top_k: int) -> RefineResult:
-    """The refined box of (S, 4) candidates with (S,) scores (module docstring, "Selection")."""
-    boxes = torch.cat([boxes[:, :2], boxes[:, 2:].clamp(min=1)], dim=1)
-    aspect = boxes[:, 2] / boxes[:, 3]
+    boxes = torch.cat([boxes[..., :2], boxes[..., 2:].clamp(min=1)], dim=-1)
+    aspect = boxes[..., 2] / boxes[..., 3]
     keep = (aspect < max_aspect_ratio) & (aspect > 1 / max_aspect_ratio) & torch.isfinite(scores)
-    used = torch.zeros_like(keep)
-    if not bool(keep.any()):
-        return RefineResult(None, boxes, scores, used)
-    index = torch.nonzero(keep).reshape(-1)
-    k = min(top_k, index.numel())
-    best = index[torch.topk(scores[index], k).indices]
-    used[best] = True
-    return RefineResult(boxes[best].mean(0), boxes, scores, used)
+    k = min(top_k, scores.shape[1])
+    order = scores.masked_fill(~keep, -math.inf).topk(k, dim=1).indices  # (B, k), best first
+    counts = keep.sum(dim=1).clamp(max=k)
+    picked = boxes.gather(1, order[..., None].expand(-1, -1, 4))  # (B, k, 4)
+    used = torch.zeros_like(keep).scatter_(1, order, torch.arange(k) < counts[:, None])
+    full = picked.mean(dim=1)  # the images with k usable candidates (nearly all)
+    results = []
+    for b, n in enumerate(counts.tolist()):
+        box = None if n == 0 else full[b] if n == k else picked[b, :n].mean(dim=0)
+        results.append(RefineResult(box, boxes[b], scores[b], used[b]))
+    return results
