@@ -5,8 +5,10 @@ crops go through the backbone and the classifier feature head as one batch, ever
 its own crop in one grouped call, the localisation decides on all score maps at once
 (:func:`~.localize.localize_batch`), the box refinement ascends all refined trackers' candidates together,
 and the trackers whose frame calls for filter optimizer steps take them in one optimizer call per number of
-steps. The crops, the refinement's candidate draws and the sample-memory updates stay per tracker (the
-trackers' :meth:`~.tracker.DiMPTracker.begin_frame`, ``refine_start``, ``refine_end``, ``learn`` and
+steps; the crop windows, the refined boxes' selection and the conversions between the trackers' states and
+boxes run on all rows at once too. Per tracker stay the pixels cut from its own frame, its candidate draws
+(its own generator), the refined box's blend into its state and its sample-memory update (the trackers'
+:meth:`~.tracker.DiMPTracker.begin_frame`, ``candidate_draws``, ``refine_end``, ``learn`` and
 ``end_frame``). A tracker's boxes are therefore those it gets alone, up to the float rounding of batched
 convolutions and matrix products. :meth:`DiMPTracker.track <.tracker.DiMPTracker.track>` is this function
 for one tracker.
@@ -34,6 +36,7 @@ from pytracking.tracker.dimp.localize import NOT_FOUND, Localization, localize_b
 from pytracking.tracker.dimp.patches import sample_patches
 from pytracking.tracker.dimp.precision import convolution_precision
 from pytracking.tracker.dimp.refine import AscentOptions, RefineResult, candidate_boxes, select_refined
+from pytracking.tracker.dimp.state_boxes import box_in_crop, boxes_in_image, target_boxes
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
 
 if TYPE_CHECKING:
@@ -158,7 +161,6 @@ def _localise_and_refine(step: _Step, timer: StageTimer) -> None:
         if not step.todo:
             return
         todo = step.todo
-        starts = [trackers[i].refine_start(crops[i]) for i in todo]
         device = lead.device
         modulation = tuple(_stack([trackers[i].modulation[k] for i in todo]) for k in range(2))
         sub = step.feats  # the refined trackers' backbone features (all of them: no copy)
@@ -166,13 +168,9 @@ def _localise_and_refine(step: _Step, timer: StageTimer) -> None:
             index = upload(todo, device)
             sub = {k: v.index_select(0, index) for k, v in step.feats.items()}
         modulated = stages.box_features(sub, modulation)  # type: ignore[arg-type]
-        start = candidate_boxes(
-            torch.stack([s[0] for s in starts]),
-            p.num_random_boxes,
-            p.box_jitter_pos,
-            p.box_jitter_size,
-            torch.stack([s[1] for s in starts]),
-        )
+        current = _boxes_in_crops([trackers[i] for i in todo], [crops[i] for i in todo])  # (n, 4)
+        draws = torch.stack([trackers[i].candidate_draws() for i in todo])
+        start = candidate_boxes(current, p.num_random_boxes, p.box_jitter_pos, p.box_jitter_size, draws)
         options = AscentOptions(p.refine_space, p.refine_mode, p.refine_iters, p.refine_step, p.refine_decay)
         step.ascent = stages.ascend(modulated, upload(start, device), options)
 
@@ -180,7 +178,8 @@ def _localise_and_refine(step: _Step, timer: StageTimer) -> None:
 def _finish(step: _Step, timer: StageTimer) -> list[np.ndarray]:
     """Take the refined boxes (waits for them), update the memories and filters, and end the frame."""
     trackers, crops, locs = step.trackers, step.crops, step.locs
-    p = trackers[0].params
+    lead = trackers[0]
+    p = lead.params
     refined: list[RefineResult | None] = [None] * len(trackers)
     with timer.stage("selection"):
         if step.ascent is not None:
@@ -189,10 +188,34 @@ def _finish(step: _Step, timer: StageTimer) -> list[np.ndarray]:
                 trackers[i].refine_end(crops[i], result, locs[i])
                 refined[i] = result
     with timer.stage("update"):
-        steps = [t.learn(crops[i], locs[i], step.clf[i : i + 1]) for i, t in enumerate(trackers)]
+        boxes = _boxes_in_crops(trackers, crops)  # the new samples' boxes
+        steps = [t.learn(locs[i], step.clf[i : i + 1], boxes[i]) for i, t in enumerate(trackers)]
         for n in sorted(set(steps) - {0}):
             _optimise([t for t, k in zip(trackers, steps, strict=True) if k == n], n)
-    return [t.end_frame(c, loc, r) for t, c, loc, r in zip(trackers, crops, locs, refined, strict=True)]
+    kept = [i for i, r in enumerate(refined) if r is not None and r.box is not None]
+    in_image: list[Tensor | None] = [None] * len(trackers)
+    if kept:  # the refined candidates in image pixels, for debug_info
+        sample_pos = torch.stack([crops[i].sample_pos for i in kept])[:, None]
+        sample_scale = torch.stack([crops[i].sample_scale for i in kept])[:, None, None]
+        candidates = torch.stack([refined[i].boxes for i in kept])  # type: ignore[union-attr]
+        rows = boxes_in_image(candidates, sample_pos, sample_scale, lead.img_sample_sz)
+        for i, row in zip(kept, rows, strict=True):
+            in_image[i] = row
+    for t, crop, loc, candidates in zip(trackers, crops, locs, in_image, strict=True):
+        t.end_frame(crop, loc, candidates)
+    out = target_boxes(torch.stack([t.pos for t in trackers]), torch.stack([t.target_sz for t in trackers]))
+    return list(out.copy())
+
+
+def _boxes_in_crops(trackers: Sequence[DiMPTracker], crops: Sequence[FrameCrop]) -> Tensor:
+    """(B, 4) xywh: each tracker's current target box in its crop of this frame, crop pixels."""
+    return box_in_crop(
+        torch.stack([t.pos for t in trackers]),
+        torch.stack([t.target_sz for t in trackers]),
+        torch.stack([c.sample_pos for c in crops]),
+        torch.stack([c.sample_scale for c in crops])[:, None],
+        trackers[0].img_sample_sz,
+    )
 
 
 def _crop(

@@ -46,6 +46,7 @@ from pytracking.tracker.dimp.params import DiMPParams, Geometry
 from pytracking.tracker.dimp.precision import convolution_precision
 from pytracking.tracker.dimp.refine import RefineResult
 from pytracking.tracker.dimp.stages import network_stages
+from pytracking.tracker.dimp.state_boxes import box_in_crop, target_boxes
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
 
 
@@ -100,21 +101,6 @@ class DiMPTracker:
     def _image(self, frame: np.ndarray | Tensor) -> Tensor:
         return frame_to_tensor(frame, self.device)[None]
 
-    def _iou_box(self, pos: Tensor, size: Tensor, sample_pos: Tensor, sample_scale: Tensor) -> Tensor:
-        """The box (4,) xywh in the crop of a target at ``pos`` (y, x) with ``size`` (h, w), image pixels, for a
-        crop centred at ``sample_pos`` with ``sample_scale`` image pixels per crop pixel."""
-        centre = (pos - sample_pos) / sample_scale + (self.img_sample_sz - 1) / 2
-        box_sz = size / sample_scale
-        top_left = centre - (box_sz - 1) / 2
-        return torch.cat([top_left.flip(0), box_sz.flip(0)])
-
-    def _crop_to_image(self, boxes: Tensor, sample_pos: Tensor, sample_scale: Tensor) -> Tensor:
-        """(S, 4) xywh crop-pixel boxes -> (S, 4) xywh image pixels (the inverse of :meth:`_iou_box`)."""
-        size = boxes[:, 2:] * sample_scale
-        centre = (boxes[:, :2] + (boxes[:, 2:] - 1) / 2 - (self.img_sample_sz - 1) / 2) * sample_scale
-        centre = centre + sample_pos.flip(0)
-        return torch.cat([centre - (size - 1) / 2, size], dim=1)
-
     def set_scale(self, new_scale: Tensor) -> None:
         """Set ``target_scale`` (clamped to the sequence's range) and the target size it implies."""
         self.target_scale = new_scale.clamp(self.min_scale_factor, self.max_scale_factor)
@@ -146,11 +132,10 @@ class DiMPTracker:
         self.image_sz = torch.tensor([float(im.shape[2]), float(im.shape[3])])
         return im
 
-    def refine_start(self, crop: FrameCrop) -> tuple[Tensor, Tensor]:
-        """The refinement's input for this crop: the current box (4,) xywh crop pixels and the frame's
-        ``num_random_boxes`` candidate draws (num_random_boxes, 4), both on the CPU."""
-        init_box = self._iou_box(self.pos, self.target_sz, crop.sample_pos, crop.sample_scale)
-        return init_box, torch.rand(self.params.num_random_boxes, 4, generator=self.generator)
+    def candidate_draws(self) -> Tensor:
+        """The frame's ``num_random_boxes`` draws (num_random_boxes, 4) for the refinement's jittered
+        candidates (uniform [0, 1), CPU; :func:`.refine.candidate_boxes`)."""
+        return torch.rand(self.params.num_random_boxes, 4, generator=self.generator)
 
     def refine_end(self, crop: FrameCrop, result: RefineResult, loc: Localization) -> None:
         """Take the refined box (crop pixels, CPU): the new position, size and (unless the frame was
@@ -177,17 +162,17 @@ class DiMPTracker:
         if self.params.update_scale_when_uncertain or loc.state != UNCERTAIN:
             self.target_scale = torch.sqrt(new_sz.prod() / self.base_target_sz.prod())
 
-    def learn(self, crop: FrameCrop, loc: Localization, clf: Tensor) -> int:
-        """The sample-memory update with this crop's classification features (1, C, h, w); returns the number
-        of filter optimizer steps the frame calls for (0: none), which :func:`.lockstep.track_frames` runs
-        for all trackers that call for the same number at once."""
+    def learn(self, loc: Localization, clf: Tensor, box: Tensor) -> int:
+        """The sample-memory update with this crop's classification features (1, C, h, w) and the target's
+        box (4,) xywh in the crop (:func:`.state_boxes.box_in_crop` of the current state); returns the number of filter
+        optimizer steps the frame calls for (0: none), which :func:`.lockstep.track_frames` runs for all
+        trackers that call for the same number at once."""
         p = self.params
         steps = 0
         if loc.state not in (NOT_FOUND, UNCERTAIN):
             hard = loc.state == HARD_NEGATIVE
             lr = p.hard_negative_learning_rate if hard else p.learning_rate
             if hard or self.frame_num % p.train_sample_interval == 0:
-                box = self._iou_box(self.pos, self.target_sz, crop.sample_pos, crop.sample_scale)
                 self.memory.add(clf, box, lr)
             if hard:
                 steps = p.hard_negative_optim_iter
@@ -199,11 +184,9 @@ class DiMPTracker:
             self.pos = self._pos_refined.clone()
         return steps
 
-    def end_frame(self, crop: FrameCrop, loc: Localization, refined: RefineResult | None) -> np.ndarray:
-        """Set ``debug_info`` (see :meth:`track`) and return the target box (4,) float64 xywh image pixels."""
-        refine_boxes = None
-        if refined is not None and refined.box is not None:
-            refine_boxes = self._crop_to_image(refined.boxes, crop.sample_pos, crop.sample_scale)
+    def end_frame(self, crop: FrameCrop, loc: Localization, refine_boxes: Tensor | None) -> None:
+        """Set ``debug_info`` (see :meth:`track`); ``refine_boxes``: the refined candidates (S, 4) xywh image
+        pixels, or None without a refined box."""
         self.debug_info = {
             "state": loc.state,
             "scores": loc.scores,
@@ -211,12 +194,10 @@ class DiMPTracker:
             "sample_coords": crop.coords,
             "refine_boxes": refine_boxes,
         }
-        return self.target_box()
 
     def target_box(self) -> np.ndarray:
         """The current target state as a box (4,) float64 xywh in image pixels (what :meth:`track` returns)."""
-        out = torch.cat([self.pos.flip(0) - (self.target_sz.flip(0) - 1) / 2, self.target_sz.flip(0)])
-        return out.double().numpy()
+        return target_boxes(self.pos, self.target_sz)
 
     # ------------------------------------------------------------------------------------------------ API
     @torch.no_grad()
@@ -266,7 +247,9 @@ class DiMPTracker:
             )
         self.feature_sz = torch.tensor([float(clf.shape[-2]), float(clf.shape[-1])])
         self.kernel_size = torch.tensor([float(self.net.classifier.filter_size)] * 2)
-        classifier_box = self._iou_box(self.pos, self.target_sz, init.init_sample_pos, init.init_sample_scale)
+        classifier_box = box_in_crop(
+            self.pos, self.target_sz, init.init_sample_pos, init.init_sample_scale, self.img_sample_sz
+        )
         boxes = torch.stack(
             [classifier_box + torch.tensor([t.shift[1], t.shift[0], 0.0, 0.0]) for t in transforms]
         )
