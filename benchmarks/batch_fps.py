@@ -5,7 +5,7 @@
                                    [--batches 1 4 16 64] [--sequences 128] [--frames 100] [--size 1280x720]
                                    [--per-slot 16] [--rounds 2] [--threads T] [--compile] [--tf32]
                                    [--stages] [--cuda-graph] [--distinct] [--sweep]
-                                   [--variants eager graph] [--groups 1 2] [--profile]
+                                   [--variants eager graph] [--groups 1 2] [--profile] [--ops]
 
 ``--mode lockstep`` times the trackers alone: B trackers of SuperDiMP's geometry (our ``nce_plus`` network,
 ResNet-50 at 352 pixels, random weights; ``super_dimp`` parameters with the thresholds of :data:`OPEN`), or
@@ -24,7 +24,8 @@ alternating order, and the summary gives each variant's ratio to the first at th
 each variant also with the trackers of a step split into two interleaved groups (``track_frames(...,
 groups=2)``: on a GPU one group's host work overlaps the other's network time), named ``eager/2``,
 ``graph/2``. ``--profile``: after the rounds, each variant's steps at the largest B under cProfile (Python
-functions by own and by cumulative time).
+functions by own and by cumulative time). ``--ops``: after the rounds, the top-level tensor operations per
+tracker and frame at each B (torch.profiler; what a GPU's host pays per operation, batching saves).
 
 ``--mode runner`` (default) times the whole runner:
 the dataset is written once to a temporary folder in the ``folder`` layout (JPEG frames, one
@@ -63,6 +64,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -256,6 +258,9 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
     if args.profile:
         for v in variants:
             profile_steps(start(most, *variants[v]), most, args.frames, v)
+    if args.ops:
+        for v in variants:
+            count_ops({b: start(b, *variants[v]) for b in sorted(args.batches)}, args.frames, v)
     if args.sweep:
         return
     print("\nmedian over rounds:")
@@ -282,6 +287,36 @@ def profile_steps(step: Callable[..., None], b: int, frames: int, variant: str) 
     stats = pstats.Stats(profiler, stream=sys.stdout)
     stats.sort_stats("tottime").print_stats(25)
     stats.sort_stats("cumulative").print_stats(40)
+
+
+def count_ops(steps: dict[int, Callable[..., None]], frames: int, variant: str) -> None:
+    """``--ops``: the top-level tensor operations (ATen calls not made by another ATen call; torch.profiler,
+    CPU activity) per tracker and frame over ``frames`` steps at each B, with the ratio to B = 1 and each
+    B's most frequent operations. On a GPU every such call costs the host microseconds whatever the size of
+    its tensors, so their number per tracker is what batching the per-frame rules saves."""
+    from torch.profiler import ProfilerActivity, profile
+
+    per_tracker: dict[int, float] = {}
+    for b, step in steps.items():
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for k in range(2, 2 + frames):
+                step(k, b)
+        names: Counter[str] = Counter()
+        for event in prof.events():
+            parent = event.cpu_parent
+            while parent is not None and not parent.name.startswith("aten::"):
+                parent = parent.cpu_parent
+            if event.name.startswith("aten::") and parent is None:
+                names[event.name] += 1
+        per_tracker[b] = sum(names.values()) / (frames * b)
+        common = ", ".join(
+            f"{n.removeprefix('aten::')} {c / (frames * b):.1f}" for n, c in names.most_common(8)
+        )
+        print(
+            f"ops, B={b:<3} {variant:<7} {per_tracker[b]:6.1f} per tracker and frame  "
+            f"{per_tracker[b] / per_tracker[min(steps)]:5.2f}x B=1  most: {common}",
+            flush=True,
+        )
 
 
 def sweep(step: Callable[[int, int], None], b: int, cuda: bool) -> None:
@@ -352,6 +387,11 @@ def main(argv: list[str] | None = None) -> None:
         help="lockstep: each variant also with its trackers in G interleaved groups (track_frames' groups)",
     )
     ap.add_argument("--profile", action="store_true", help="lockstep: cProfile the largest B's steps")
+    ap.add_argument(
+        "--ops",
+        action="store_true",
+        help="lockstep: top-level tensor operations per tracker and frame at each B",
+    )
     args = ap.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     if 1 not in args.batches:
