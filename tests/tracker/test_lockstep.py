@@ -135,8 +135,27 @@ def in_lockstep(loaded, params, videos, pad_to=None, groups=1):
         # the filters of all trackers optimised every frame (and so together, from memories of other fills)
         {**OPENED, "train_skipping": 1},
         {**OPENED, "train_skipping": 1, "score_preprocess": "softmax", "optimizer": "newton_kl"},
+        # the refined size blended into the state (our options), for all refined trackers at once
+        {**OPENED, "scale_learning_rate": 0.5},
+        {
+            **OPENED,
+            "scale_learning_rate": 0.7,
+            "aspect_learning_rate": 0.3,
+            "update_scale_when_uncertain": False,
+        },
     ],
-    ids=["states", "opened", "norefine", "s1", "default_space", "softmax", "optimised", "optimised_kl"],
+    ids=[
+        "states",
+        "opened",
+        "norefine",
+        "s1",
+        "default_space",
+        "softmax",
+        "optimised",
+        "optimised_kl",
+        "scale_rate",
+        "aspect_rate",
+    ],
 )
 def test_each_sequence_gets_its_boxes_tracked_alone(options):
     options = dict(options)

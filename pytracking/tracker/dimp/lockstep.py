@@ -32,7 +32,7 @@ from torch import Tensor
 
 from ltr.models.tracking import CLF_LAYER
 from pytracking.tracker.dimp.frames import upload
-from pytracking.tracker.dimp.localize import NOT_FOUND, Localization, localize_batch, motion_window
+from pytracking.tracker.dimp.localize import NOT_FOUND, UNCERTAIN, Localization, localize_batch, motion_window
 from pytracking.tracker.dimp.patches import sample_patches
 from pytracking.tracker.dimp.precision import convolution_precision
 from pytracking.tracker.dimp.refine import AscentOptions, RefineResult, candidate_boxes, select_refined
@@ -184,8 +184,11 @@ def _finish(step: _Step, timer: StageTimer) -> list[np.ndarray]:
     with timer.stage("selection"):
         if step.ascent is not None:
             results = select_refined(*step.ascent, max_aspect_ratio=p.max_aspect_ratio, top_k=p.refine_top_k)
-            for i, result in zip(step.todo, results, strict=True):
-                trackers[i].refine_end(crops[i], result, locs[i])
+            todo = step.todo
+            _take_refined(
+                [trackers[i] for i in todo], [crops[i] for i in todo], [locs[i] for i in todo], results
+            )
+            for i, result in zip(todo, results, strict=True):
                 refined[i] = result
     with timer.stage("update"):
         boxes = _boxes_in_crops(trackers, crops)  # the new samples' boxes
@@ -205,6 +208,49 @@ def _finish(step: _Step, timer: StageTimer) -> list[np.ndarray]:
         t.end_frame(crop, loc, candidates)
     out = target_boxes(torch.stack([t.pos for t in trackers]), torch.stack([t.target_sz for t in trackers]))
     return list(out.copy())
+
+
+def _take_refined(
+    trackers: Sequence[DiMPTracker],
+    crops: Sequence[FrameCrop],
+    locs: Sequence[Localization],
+    results: Sequence[RefineResult],
+) -> None:
+    """Each tracker's refined box (crop pixels) into its state: the new position, size and (unless the frame
+    was uncertain and the parameters keep the scale then) scale; trackers without a refined box keep theirs.
+
+    The size moves to the box's at once, as in the reference (``scale_learning_rate`` 1); our options blend
+    it geometrically, per side, or (``aspect_learning_rate``) the scale sqrt(w h) and the aspect w / h each
+    at its own rate."""
+    kept = [j for j, result in enumerate(results) if result.box is not None]
+    if not kept:
+        return
+    lead = trackers[0]
+    p = lead.params
+    box = torch.stack([results[j].box for j in kept])  # type: ignore[misc]
+    sample_pos = torch.stack([crops[j].sample_pos for j in kept])
+    sample_scale = torch.stack([crops[j].sample_scale for j in kept])[:, None]
+    old_sz = torch.stack([trackers[j].target_sz for j in kept])  # (h, w)
+    centre = box[:, :2] + box[:, 2:] / 2
+    new_pos = (centre.flip(-1) - (lead.img_sample_sz - 1) / 2) * sample_scale + sample_pos
+    new_sz = box[:, 2:].flip(-1) * sample_scale
+    rate, aspect_rate = p.scale_learning_rate, p.aspect_learning_rate
+    if aspect_rate is not None and aspect_rate != rate:
+        old_scale, new_scale = old_sz.prod(-1).sqrt(), new_sz.prod(-1).sqrt()
+        old_aspect, new_aspect = old_sz[:, 1] / old_sz[:, 0], new_sz[:, 1] / new_sz[:, 0]
+        scale = old_scale ** (1.0 - rate) * new_scale**rate
+        aspect = old_aspect ** (1.0 - aspect_rate) * new_aspect**aspect_rate
+        new_sz = torch.stack([scale / aspect.sqrt(), scale * aspect.sqrt()], dim=-1)
+    elif rate < 1.0:
+        new_sz = old_sz ** (1.0 - rate) * new_sz**rate
+    base = torch.stack([trackers[j].base_target_sz for j in kept])
+    target_scale = torch.sqrt(new_sz.prod(-1) / base.prod(-1))
+    for k, j in enumerate(kept):
+        t = trackers[j]
+        t.pos = t.pos_refined = new_pos[k]
+        t.target_sz = new_sz[k]
+        if p.update_scale_when_uncertain or locs[j].state != UNCERTAIN:
+            t.target_scale = target_scale[k]
 
 
 def _boxes_in_crops(trackers: Sequence[DiMPTracker], crops: Sequence[FrameCrop]) -> Tensor:

@@ -44,7 +44,6 @@ from pytracking.tracker.dimp.lockstep import FrameCrop, track_frames
 from pytracking.tracker.dimp.memory import SampleMemory
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
 from pytracking.tracker.dimp.precision import convolution_precision
-from pytracking.tracker.dimp.refine import RefineResult
 from pytracking.tracker.dimp.stages import network_stages
 from pytracking.tracker.dimp.state_boxes import box_in_crop, target_boxes
 from pytracking.tracker.dimp.timing import NULL_TIMER, StageTimer
@@ -137,31 +136,6 @@ class DiMPTracker:
         candidates (uniform [0, 1), CPU; :func:`.refine.candidate_boxes`)."""
         return torch.rand(self.params.num_random_boxes, 4, generator=self.generator)
 
-    def refine_end(self, crop: FrameCrop, result: RefineResult, loc: Localization) -> None:
-        """Take the refined box (crop pixels, CPU): the new position, size and (unless the frame was
-        uncertain and the parameters keep the scale then) scale."""
-        if result.box is None:
-            return
-        box = result.box
-        centre = box[:2] + box[2:] / 2
-        new_pos = (centre.flip(0) - (self.img_sample_sz - 1) / 2) * crop.sample_scale + crop.sample_pos
-        new_sz = box[2:].flip(0) * crop.sample_scale
-        rate, aspect_rate = self.params.scale_learning_rate, self.params.aspect_learning_rate
-        if aspect_rate is not None and aspect_rate != rate:
-            # (h, w) -> scale sqrt(h w) and aspect w / h, each blended geometrically at its own rate
-            old_scale, new_scale = self.target_sz.prod().sqrt(), new_sz.prod().sqrt()
-            old_aspect, new_aspect = self.target_sz[1] / self.target_sz[0], new_sz[1] / new_sz[0]
-            scale = old_scale ** (1.0 - rate) * new_scale**rate
-            aspect = old_aspect ** (1.0 - aspect_rate) * new_aspect**aspect_rate
-            new_sz = torch.stack([scale / aspect.sqrt(), scale * aspect.sqrt()])
-        elif rate < 1.0:
-            new_sz = self.target_sz ** (1.0 - rate) * new_sz**rate
-        self.pos = new_pos.clone()
-        self._pos_refined = new_pos.clone()
-        self.target_sz = new_sz
-        if self.params.update_scale_when_uncertain or loc.state != UNCERTAIN:
-            self.target_scale = torch.sqrt(new_sz.prod() / self.base_target_sz.prod())
-
     def learn(self, loc: Localization, clf: Tensor, box: Tensor) -> int:
         """The sample-memory update with this crop's classification features (1, C, h, w) and the target's
         box (4,) xywh in the crop (:func:`.state_boxes.box_in_crop` of the current state); returns the number of filter
@@ -180,8 +154,8 @@ class DiMPTracker:
                 steps = p.update_optim_iter
         # the reference restores the last refined position, also one from an earlier frame when this
         # frame's refinement kept no box
-        if p.refine and loc.state != NOT_FOUND and self._pos_refined is not None:
-            self.pos = self._pos_refined.clone()
+        if p.refine and loc.state != NOT_FOUND and self.pos_refined is not None:
+            self.pos = self.pos_refined.clone()
         return steps
 
     def end_frame(self, crop: FrameCrop, loc: Localization, refine_boxes: Tensor | None) -> None:
@@ -262,7 +236,8 @@ class DiMPTracker:
             classifier_box + torch.tensor([transforms[0].shift[1], transforms[0].shift[0], 0.0, 0.0])
         ).to(self.device)
         self.modulation = self.stages.modulation({n: f[:1] for n, f in feats.items()}, ref_box[None])
-        self._pos_refined: Tensor | None = None
+        #: the last refined position (y, x), which learn() restores after the frame (the reference's rule)
+        self.pos_refined: Tensor | None = None
         self.debug_info = {"init_patches": init.patches, "init_boxes": boxes}
 
     @torch.no_grad()
