@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -65,10 +66,15 @@ class PatchWindow(NamedTuple):
     end: tuple[float, float]
 
     @property
-    def coord(self) -> Tensor:
-        """(1, 4) float32 ``[y1, x1, y2, x2]``: the window's ends times the stride (the reference's coords)."""
+    def ends(self) -> list[float]:
+        """``[y1, x1, y2, x2]``: the window's ends times the stride (the reference's coords)."""
         s = self.stride
-        return torch.tensor([[s * self.start[0], s * self.start[1], s * self.end[0], s * self.end[1]]])
+        return [s * self.start[0], s * self.start[1], s * self.end[0], s * self.end[1]]
+
+    @property
+    def coord(self) -> Tensor:
+        """(1, 4) float32 :attr:`ends`."""
+        return torch.tensor([self.ends])
 
 
 def _float_pair(x: SizeLike) -> Tensor:
@@ -159,9 +165,9 @@ def _window(
     return PatchWindow(stride, (offset[0], offset[1]), (start[0], start[1]), (end[0], end[1]))
 
 
-def _indices(window: PatchWindow, image_hw: tuple[int, int]) -> tuple[Tensor, Tensor]:
-    """The image rows and columns (int64, CPU) of ``window``'s pixels, border pixels repeated outside the
-    image.
+def _indices(window: PatchWindow, image_hw: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The image rows and columns (int64) of ``window``'s pixels, border pixels repeated outside the image
+    (host integers: numpy, which costs a fraction of a tensor operation's overhead for a few hundred numbers).
 
     An image side shorter than the window's offset has no strided sample at all (the reference's slice is
     empty and its padding fails); its last pixel stands in for it, so tiny frames track instead of crashing.
@@ -170,11 +176,11 @@ def _indices(window: PatchWindow, image_hw: tuple[int, int]) -> tuple[Tensor, Te
     for d in range(2):
         n = image_hw[d]
         grid_len = len(range(window.offset[d], n, window.stride))
-        grid = torch.arange(int(window.start[d]), int(window.end[d]))
+        grid = np.arange(int(window.start[d]), int(window.end[d]), dtype=np.int64)
         if grid_len == 0:
-            idx.append(torch.full_like(grid, n - 1))
+            idx.append(np.full_like(grid, n - 1))
         else:
-            idx.append(window.offset[d] + window.stride * grid.clamp(0, grid_len - 1))
+            idx.append(window.offset[d] + window.stride * grid.clip(0, grid_len - 1))
     return idx[0], idx[1]
 
 
@@ -226,7 +232,7 @@ def sample_patches(
     index = [i for window, size in zip(windows, hw, strict=True) for i in _indices(window, size)]
     lengths = [len(i) for i in index]
     device = images[0].device
-    index = upload(torch.cat(index), device).split(lengths)  # one copy to the device, no wait
+    index = upload(np.concatenate(index), device).split(lengths)  # one copy to the device, no wait
     out_hw = None if output_sz is None else [int(v) for v in _float_pair(output_sz).long().tolist()]
     patches = []
     for k, im in enumerate(images):
@@ -236,7 +242,7 @@ def sample_patches(
         if out_hw is not None and list(patch.shape[-2:]) != out_hw:
             patch = F.interpolate(patch, size=out_hw, mode="bilinear", align_corners=False)
         patches.append(patch)
-    return _cat(patches), torch.cat([window.coord for window in windows])
+    return _cat(patches), torch.tensor([window.ends for window in windows])
 
 
 def _cat(tensors: list[Tensor]) -> Tensor:
