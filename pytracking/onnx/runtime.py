@@ -2,9 +2,8 @@
 
 :class:`OrtStages` implements :class:`pytracking.tracker.dimp.stages.NetworkStages` with the models of an
 export folder (:mod:`.export`); the tracker's Python logic (crops, localisation, refinement, sample memory) is
-unchanged. The refinement takes df/dbox by autograd: :class:`OrtStages.box_score` returns the scores of the
-``box_score_grad`` model as a differentiable function of the boxes whose backward is that model's gradient, so
-:mod:`pytracking.tracker.dimp.refine` runs as it is (one ONNX Runtime call per ascent step). What
+unchanged. The refinement takes f and df/dbox from the ``box_score_grad`` model (:meth:`OrtStages.box_score_grad`,
+one ONNX Runtime call per ascent step), and :mod:`pytracking.tracker.dimp.refine` runs as it is. What
 :meth:`OrtStages.box_features` hands it for a frame are the summed-area tables of the modulated features
 (``box_tables``), from which every step pools its boxes.
 
@@ -18,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -123,21 +123,6 @@ def _numpy(t: Tensor) -> np.ndarray:
     return t.detach().to(torch.float32).contiguous().numpy()
 
 
-class _ScoreWithGrad(torch.autograd.Function):
-    """f(boxes) whose backward is the gradient the model computed with it (no autograd graph of its own)."""
-
-    @staticmethod
-    def forward(ctx: Any, boxes: Tensor, run: Any) -> Tensor:  # type: ignore[override]
-        scores, grad = run(boxes)
-        ctx.save_for_backward(grad)
-        return scores
-
-    @staticmethod
-    def backward(ctx: Any, grad_scores: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
-        (grad,) = ctx.saved_tensors
-        return grad_scores[..., None] * grad, None
-
-
 class OrtStages:
     """:class:`~pytracking.tracker.dimp.stages.NetworkStages` on the models of an export folder.
 
@@ -208,21 +193,18 @@ class OrtStages:
         mod2, mod3 = self.run("box_features", feats[BOX_LAYERS[0]], feats[BOX_LAYERS[1]], *modulation)
         return tuple(self.run("box_tables", mod2, mod3))
 
-    def box_score(self, tables: tuple[Tensor, ...], boxes: Tensor) -> Tensor:
+    def box_score_grad(self, tables: tuple[Tensor, ...], boxes: Tensor) -> tuple[Tensor, Tensor]:
+        """f (1, S) and df/dboxes (1, S, 4) from ``box_score_grad`` (one model call, no autograd)."""
         session = self.sessions["box_score_grad"]
         names = [arg.name for arg in session.get_inputs()]
-        feeds = dict(zip(names[:-1], [_numpy(t) for t in tables], strict=True))
-
-        def run(y: Tensor) -> tuple[Tensor, Tensor]:
-            scores, grad = session.run(None, {**feeds, names[-1]: _numpy(y)})
-            return torch.from_numpy(scores).to(y.dtype), torch.from_numpy(grad).to(y.dtype)
-
-        return _ScoreWithGrad.apply(boxes, run)
+        feeds = {name: _numpy(t) for name, t in zip(names, (*tables, boxes), strict=True)}
+        scores, grad = session.run(None, feeds)
+        return torch.from_numpy(scores).to(boxes.dtype), torch.from_numpy(grad).to(boxes.dtype)
 
     def ascend(
         self, tables: tuple[Tensor, ...], boxes: Tensor, options: AscentOptions
     ) -> tuple[Tensor, Tensor]:
-        return ascend(lambda b: self.box_score(tables, b), boxes, **options._asdict())
+        return ascend(partial(self.box_score_grad, tables), boxes, **options._asdict())
 
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
         mod2, mod3 = self.run("modulation", feats[BOX_LAYERS[0]], feats[BOX_LAYERS[1]], box)

@@ -7,7 +7,7 @@ import torch
 
 from pytracking.tracker.dimp import random_network
 from pytracking.tracker.dimp.graphed import GraphedAscent, graphed_ascent, padded_size
-from pytracking.tracker.dimp.refine import AscentOptions, ascend
+from pytracking.tracker.dimp.refine import AscentOptions, ascend, score_and_grad
 from pytracking.tracker.dimp.stages import TorchStages
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -61,7 +61,7 @@ def test_the_replayed_ascent_gives_the_eager_boxes_and_scores():
         modulated, boxes = features_and_boxes(loaded, n, seed)
         out_boxes, out_scores = graphed(modulated, boxes, options)
         want_boxes, want_scores = ascend(
-            lambda b, m=modulated: head.score_modulated(m, b), boxes, **options._asdict()
+            score_and_grad(lambda b, m=modulated: head.score_modulated(m, b)), boxes, **options._asdict()
         )
         assert out_boxes.shape == (n, 10, 4) and out_scores.shape == (n, 10)
         assert float((out_boxes - boxes).abs().max()) > 1e-2  # the ascent moved the boxes

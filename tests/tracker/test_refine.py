@@ -12,6 +12,7 @@ from pytracking.tracker.dimp.refine import (
     ascend,
     candidate_boxes,
     relative_gradient,
+    score_and_grad,
     select_refined,
 )
 
@@ -60,7 +61,7 @@ def test_default_space_step_scales_the_gradient_by_the_box_size_and_ranks_by_the
 
     start = torch.tensor([[[0.0, 0.0, 10.0, 20.0]]])
     boxes, scores = ascend(
-        linear, start, space="default", mode="plain", num_iters=2, step_length=0.1, decay=0.5
+        score_and_grad(linear), start, space="default", mode="plain", num_iters=2, step_length=0.1, decay=0.5
     )
     b1 = start + 0.1 * a * torch.tensor([10.0, 20.0, 10.0, 20.0])
     b2 = b1 + 0.05 * a * b1[..., [2, 3, 2, 3]]
@@ -75,7 +76,13 @@ def test_relative_space_steps_in_units_of_the_first_box():
 
     start = torch.tensor([[[0.0, 0.0, 10.0, 20.0], [5.0, 5.0, 4.0, 4.0]]])
     boxes, _ = ascend(
-        linear_rel, start, space="relative", mode="plain", num_iters=3, step_length=(0.1, 0.0), decay=1.0
+        score_and_grad(linear_rel),
+        start,
+        space="relative",
+        mode="plain",
+        num_iters=3,
+        step_length=(0.1, 0.0),
+        decay=1.0,
     )
     # every box moves by 3 x 0.1 x (w0, h0) of the first box, sizes unchanged
     torch.testing.assert_close(boxes - start, torch.tensor([3.0, 6.0, 0.0, 0.0]).expand(1, 2, 4))
@@ -86,7 +93,7 @@ def refine(score_fn, boxes, draws, *, jitter_pos=0.1, jitter_size=0.5, **options
     ``score_fn``, selection; ``options`` mixes the ascent's and the selection's keywords."""
     rules = AscentOptions(**{k: options.pop(k) for k in AscentOptions._fields if k in options})
     start = candidate_boxes(boxes, draws.shape[1], jitter_pos, jitter_size, draws)
-    return select_refined(*ascend(score_fn, start, **rules._asdict()), **options)
+    return select_refined(*ascend(score_and_grad(score_fn), start, **rules._asdict()), **options)
 
 
 def refine_box(score_fn, box, draws, **options):
@@ -145,7 +152,13 @@ def test_s1_never_accepts_a_worse_box():
     start = torch.tensor([[[45.0, 26.0, 19.0, 20.0]]])
     f0 = quadratic_energy(start)
     boxes, scores = ascend(
-        quadratic_energy, start, space="relative", mode="s1", num_iters=5, step_length=10.0, decay=0.5
+        score_and_grad(quadratic_energy),
+        start,
+        space="relative",
+        mode="s1",
+        num_iters=5,
+        step_length=10.0,
+        decay=0.5,
     )
     assert float(scores[0, 0]) >= float(f0[0, 0])
     torch.testing.assert_close(scores, quadratic_energy(boxes))

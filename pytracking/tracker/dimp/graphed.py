@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from pytracking.tracker.dimp.refine import AscentOptions, ascend
+from pytracking.tracker.dimp.refine import AscentOptions, ascend, score_and_grad
 
 __all__ = ["GraphedAscent", "graphed_ascent", "padded_size"]
 
@@ -98,7 +98,7 @@ class GraphedAscent:
         t2, t3, boxes = (t.clone() for t in inputs)
 
         def run() -> tuple[Tensor, Tensor]:
-            return ascend(self._score((t2, t3)), boxes, **options._asdict())
+            return ascend(score_and_grad(self._score((t2, t3))), boxes, **options._asdict())
 
         with torch.cuda.device(t2.device):  # the capture runs on the current device's streams
             side = torch.cuda.Stream()

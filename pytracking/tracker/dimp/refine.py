@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import torch
 from torch import Tensor
@@ -29,7 +29,8 @@ from torch import Tensor
 from ltr.ebm.predict import gradient_ascent, value_and_grad
 from ltr.ops.boxes import rel_to_xywh, xywh_to_rel
 
-BoxScoreFn = Callable[[Tensor], Tensor]  # (B, S, 4) xywh -> (B, S)
+BoxScoreFn = Callable[[Tensor], Tensor]  # (B, S, 4) xywh -> f (B, S)
+ScoreGradFn = Callable[[Tensor], tuple[Tensor, Tensor]]  # (B, S, 4) xywh -> f (B, S), df/dxywh (B, S, 4)
 RefineSpace = Literal["default", "relative"]
 RefineMode = Literal["plain", "s1"]
 
@@ -76,8 +77,29 @@ def _step_tensor(step_length: float | tuple[float, float], like: Tensor) -> Tens
     return step
 
 
+def score_and_grad(score_fn: BoxScoreFn) -> ScoreGradFn:
+    """The :data:`ScoreGradFn` of a differentiable score: f and df/dboxes by autograd."""
+    return lambda boxes: value_and_grad(score_fn, boxes)
+
+
+class _FromScoreGrad(torch.autograd.Function):
+    """f(boxes) whose backward is the gradient ``score_grad`` computed with it (for Algorithm S1, which
+    takes gradients in the relative space by autograd)."""
+
+    @staticmethod
+    def forward(ctx: Any, boxes: Tensor, score_grad: ScoreGradFn) -> Tensor:  # type: ignore[override]
+        scores, grad = score_grad(boxes)
+        ctx.save_for_backward(grad)
+        return scores
+
+    @staticmethod
+    def backward(ctx: Any, grad_scores: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+        (grad,) = ctx.saved_tensors
+        return grad_scores[..., None] * grad, None
+
+
 def ascend(
-    score_fn: BoxScoreFn,
+    score_grad: ScoreGradFn,
     boxes: Tensor,
     *,
     space: RefineSpace,
@@ -86,12 +108,14 @@ def ascend(
     step_length: float | tuple[float, float],
     decay: float,
 ) -> tuple[Tensor, Tensor]:
-    """Refine (B, S, 4) xywh ``boxes``; returns the boxes (B, S, 4) and the scores (B, S) to rank them by."""
+    """Refine (B, S, 4) xywh ``boxes`` by the scores and gradients of ``score_grad`` (:func:`score_and_grad`
+    of a differentiable score, or a model that computes both); returns the boxes (B, S, 4) and the scores
+    (B, S) to rank them by."""
     step = _step_tensor(step_length, boxes)
     reference = boxes[:, :1].clone()
     if mode == "s1":
         result = gradient_ascent(
-            lambda rel: score_fn(rel_to_xywh(rel, reference)),
+            lambda rel: _FromScoreGrad.apply(rel_to_xywh(rel, reference), score_grad),
             xywh_to_rel(boxes, reference),
             step_length=step.expand(4),
             num_iters=num_iters,
@@ -102,7 +126,7 @@ def ascend(
     scores = boxes.new_zeros(boxes.shape[:2])
     if space == "default":
         for _ in range(num_iters):
-            scores, grad = value_and_grad(score_fn, boxes)
+            scores, grad = score_grad(boxes)
             boxes = boxes + step * grad * boxes[..., 2:].repeat(1, 1, 2)
             step = step * decay
         return boxes, scores
@@ -111,7 +135,7 @@ def ascend(
     rel = xywh_to_rel(boxes, reference)
     for _ in range(num_iters):
         boxes = rel_to_xywh(rel, reference)
-        scores, grad = value_and_grad(score_fn, boxes)
+        scores, grad = score_grad(boxes)
         rel = rel + step * relative_gradient(grad, boxes, reference)
         step = step * decay
     return rel_to_xywh(rel, reference), scores

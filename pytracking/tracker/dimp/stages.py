@@ -7,17 +7,19 @@ feature head and box score through :mod:`.compiled`); ``params.backend="onnxrunt
 ONNX Runtime. Shapes: crops (N, 3, H, W) ImageNet-normalised; classification features (N, C, h, w); filters
 (B, C, k, k), one per sequence; boxes xywh crop pixels; modulation ((B, M2), (B, M3)).
 
-The per-frame calls (``backbone``, ``clf_features``, ``classify``, ``box_features``, ``box_score``) take a
+The per-frame calls (``backbone``, ``clf_features``, ``classify``, ``box_features``, ``box_score_grad``) take a
 batch of B sequences' crops when the stages are ``batched`` (:mod:`.lockstep`); else B is 1.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Protocol
 
 from torch import Tensor
 
+from ltr.ebm.predict import value_and_grad
 from ltr.models.tracking import BOX_LAYERS, DiMPNet
 from pytracking.tracker.dimp.compiled import compiled_box_score, compiled_stage
 from pytracking.tracker.dimp.graphed import graphed_ascent
@@ -33,8 +35,7 @@ class NetworkStages(Protocol):
     """What the tracker asks of its network (module docstring for the shapes).
 
     ``backbone`` / ``clf_features``: the per-frame crop (batch 1); ``init_backbone`` / ``init_clf_features``:
-    the first frame's augmented crops (batch N). ``box_score`` must be differentiable with respect to the
-    boxes (the refinement takes its gradient by autograd).
+    the first frame's augmented crops (batch N).
     """
 
     backbone: Callable[[Tensor], dict[str, Tensor]]
@@ -60,14 +61,14 @@ class NetworkStages(Protocol):
         features, or what a backend makes of them once per frame (ONNX Runtime: their summed-area tables)."""
         ...
 
-    def box_score(self, modulated: tuple[Tensor, ...], boxes: Tensor) -> Tensor:
-        """f (B, S) of (B, S, 4) xywh boxes on B crops' :meth:`box_features`."""
+    def box_score_grad(self, modulated: tuple[Tensor, ...], boxes: Tensor) -> tuple[Tensor, Tensor]:
+        """f (B, S) of (B, S, 4) xywh boxes on B crops' :meth:`box_features`, and df/dboxes (B, S, 4)."""
         ...
 
     def ascend(
         self, modulated: tuple[Tensor, ...], boxes: Tensor, options: AscentOptions
     ) -> tuple[Tensor, Tensor]:
-        """The refinement's ascent (:func:`~.refine.ascend` of :meth:`box_score`) of (B, S, 4) xywh candidates
+        """The refinement's ascent (:func:`~.refine.ascend` of :meth:`box_score_grad`) of (B, S, 4) xywh candidates
         on B crops' :meth:`box_features`: refined boxes (B, S, 4) and scores (B, S)."""
         ...
 
@@ -117,14 +118,18 @@ class TorchStages:
         return head.modulate(modulation, head.get_test_features([feats[n] for n in BOX_LAYERS]))
 
     def box_score(self, modulated: Pair, boxes: Tensor) -> Tensor:
+        """f (B, S) of (B, S, 4) xywh boxes (differentiable)."""
         if self._box_score is not None:
             return self._box_score(*modulated, boxes)
         return self.net.box_head.score_modulated(modulated, boxes)
 
+    def box_score_grad(self, modulated: Pair, boxes: Tensor) -> tuple[Tensor, Tensor]:
+        return value_and_grad(lambda b: self.box_score(modulated, b), boxes)
+
     def ascend(self, modulated: Pair, boxes: Tensor, options: AscentOptions) -> tuple[Tensor, Tensor]:
         if self._graphed is not None and options.mode == "plain":
             return self._graphed(modulated, boxes, options)
-        return ascend(lambda b: self.box_score(modulated, b), boxes, **options._asdict())
+        return ascend(partial(self.box_score_grad, modulated), boxes, **options._asdict())
 
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
         return self.net.box_head.get_modulation([feats[n] for n in BOX_LAYERS], box)
