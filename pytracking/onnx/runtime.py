@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from functools import partial
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -195,16 +195,24 @@ class OrtStages:
 
     def box_score_grad(self, tables: tuple[Tensor, ...], boxes: Tensor) -> tuple[Tensor, Tensor]:
         """f (1, S) and df/dboxes (1, S, 4) from ``box_score_grad`` (one model call, no autograd)."""
-        session = self.sessions["box_score_grad"]
-        names = [arg.name for arg in session.get_inputs()]
-        feeds = {name: _numpy(t) for name, t in zip(names, (*tables, boxes), strict=True)}
-        scores, grad = session.run(None, feeds)
-        return torch.from_numpy(scores).to(boxes.dtype), torch.from_numpy(grad).to(boxes.dtype)
+        return self._score_grad(tables)(boxes)
 
     def ascend(
         self, tables: tuple[Tensor, ...], boxes: Tensor, options: AscentOptions
     ) -> tuple[Tensor, Tensor]:
-        return ascend(partial(self.box_score_grad, tables), boxes, **options._asdict())
+        return ascend(self._score_grad(tables), boxes, **options._asdict())
+
+    def _score_grad(self, tables: tuple[Tensor, ...]) -> Callable[[Tensor], tuple[Tensor, Tensor]]:
+        """``box_score_grad`` on one frame's tables, their feeds made once for the ascent's steps."""
+        session = self.sessions["box_score_grad"]
+        names = [arg.name for arg in session.get_inputs()]
+        feeds = dict(zip(names[:-1], [_numpy(t) for t in tables], strict=True))
+
+        def run(boxes: Tensor) -> tuple[Tensor, Tensor]:
+            scores, grad = session.run(None, {**feeds, names[-1]: _numpy(boxes)})
+            return torch.from_numpy(scores), torch.from_numpy(grad)
+
+        return run
 
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
         mod2, mod3 = self.run("modulation", feats[BOX_LAYERS[0]], feats[BOX_LAYERS[1]], box)
