@@ -128,16 +128,18 @@ def localize_batch(
     masked = scores.masked_fill(in_rows[:, :, None] & in_cols[:, None, :], 0.0)
     max2, peak2 = _argmax2d(masked)
     disp2 = peak2 - centre
-    prev = previous_disp.float().cpu()
-    norm1 = torch.linalg.vector_norm(disp1 - prev, dim=1).tolist()
-    norm2 = torch.linalg.vector_norm(disp2 - prev, dim=1).tolist()
+    distractor = [m2 > thresholds.distractor * m1 for m1, m2 in zip(max1, max2, strict=True)]
+    if any(distractor):  # the peaks' distances from the previous position decide
+        prev = previous_disp.float().cpu()
+        norm1 = torch.linalg.vector_norm(disp1 - prev, dim=1).tolist()
+        norm2 = torch.linalg.vector_norm(disp2 - prev, dim=1).tolist()
     limit = thresholds.displacement_scale * (h * w) ** 0.5 / 2
     out = []
     for i in range(b):
         disp, state = disp1[i], NORMAL
         if max1[i] < thresholds.target_not_found:
             state = NOT_FOUND
-        elif max2[i] > thresholds.distractor * max1[i]:
+        elif distractor[i]:
             if norm2[i] > limit and norm1[i] < limit:
                 state = HARD_NEGATIVE
             elif norm2[i] < limit and norm1[i] > limit:
