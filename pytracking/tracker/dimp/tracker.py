@@ -127,9 +127,8 @@ class DiMPTracker:
         self.frame_num += 1
         # a frame's random draws (the refinement's candidates) depend on (seed, frame) only
         self.generator.manual_seed(self.params.seed + 1_000_003 * self.frame_num)
-        im = frame_pixels(frame, self.device)[None]
-        self.image_sz = torch.tensor([float(im.shape[2]), float(im.shape[3])])
-        return im
+        # the frame has the first frame's size (check_frame), so image_sz set at initialisation holds
+        return frame_pixels(frame, self.device)[None]
 
     def candidate_draws(self) -> Tensor:
         """The frame's ``num_random_boxes`` draws (num_random_boxes, 4) for the refinement's jittered
