@@ -150,6 +150,8 @@ def test_a_frame_staged_in_pinned_memory_gives_the_tensor_of_the_frame(channels)
     assert isinstance(staged, torch.Tensor) and staged.is_pinned() and tuple(staged.shape) == (3, 12, 16)
     assert input_frame_wh(staged) == input_frame_wh(frame)
     torch.testing.assert_close(frame_to_tensor(staged, cuda), frame_to_tensor(frame, cuda), rtol=0, atol=0)
+    pixels = frame_pixels(staged, cuda)  # what the tracker crops: uint8 on the device
+    assert pixels.dtype == torch.uint8 and torch.equal(pixels, frame_pixels(frame, cuda))
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.float64, np.float16])

@@ -206,7 +206,7 @@ def frame_pixels(frame: Frame, device: torch.device) -> Tensor:
 
 def pinned_frame(frame: np.ndarray, device: torch.device) -> Frame:
     """A numpy frame staged for a tracker on ``device``: on a CUDA device its RGB pixels as a (3, H, W) view
-    of (H, W, 3) pinned host memory, which :func:`frame_to_tensor` copies to the device as it is (no second
+    of (H, W, 3) pinned host memory, which :func:`frame_pixels` copies to the device as it is (no second
     host copy, no wait), giving the same tensor as from the numpy frame; elsewhere the frame unchanged.
 
     The copy into pinned memory is the host's largest per-frame cost on a GPU; threads that read frames
