@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
-from pytracking.tracker.dimp.memory import SampleMemory
+from pytracking.tracker.dimp.memory import SampleMemory, add_samples
 
 
 def make(size: int = 5, num_init: int = 3, init_min_weight: float | None = 0.25) -> SampleMemory:
@@ -101,3 +103,31 @@ def test_filled_pads_past_the_samples_held_with_zero_weight():
     assert not feats[3:].any() and not boxes[3:].any() and not weights[3:].any()
     with pytest.raises(ValueError, match="count must be within 0..5"):
         mem.filled(6)
+
+
+def test_samples_added_together_are_each_added_alone():
+    """add_samples on memories in every state (empty of updates, chained, full with the slot of least weight
+    replaced, under the initial samples' minimum, restarted by lr = 1): each memory's weights, slots and
+    samples are the ones it gets alone, bit for bit."""
+    gen = torch.Generator().manual_seed(0)
+    memories = []
+    for updates in (0, 1, 2, 4, 6, 9):
+        mem = make(size=6, num_init=2, init_min_weight=0.3)
+        for u in range(updates):
+            mem.add(*sample(float(u)), lr=float(torch.rand(1, generator=gen)) * 0.5 + 0.05)
+        memories.append(mem)
+    memories.append(make(size=6, num_init=2, init_min_weight=None))
+    lrs = [0.1, 0.25, 1.0, 0.05, 0.4, 0.15, 0.3]
+    features = torch.rand(len(memories), 2, 3, 3, generator=gen)
+    boxes = torch.rand(len(memories), 4, generator=gen)
+    alone = copy.deepcopy(memories)
+    for mem, f, b, lr in zip(alone, features, boxes, lrs, strict=True):
+        mem.add(f, b, lr)
+    add_samples(memories, features, boxes, lrs)
+    slots = set()
+    for together, single in zip(memories, alone, strict=True):
+        assert torch.equal(together.weights, single.weights)
+        assert torch.equal(together.features, single.features) and torch.equal(together.boxes, single.boxes)
+        assert (together.previous_index, together.num_stored) == (single.previous_index, single.num_stored)
+        slots.add(together.previous_index)
+    assert len(slots) > 2  # next free slots, replaced slots and the restart's slot 0

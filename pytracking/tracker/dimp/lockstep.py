@@ -33,6 +33,7 @@ from torch import Tensor
 from ltr.models.tracking import CLF_LAYER
 from pytracking.tracker.dimp.frames import upload
 from pytracking.tracker.dimp.localize import NOT_FOUND, UNCERTAIN, Localization, localize_batch, motion_window
+from pytracking.tracker.dimp.memory import add_samples
 from pytracking.tracker.dimp.patches import sample_patches
 from pytracking.tracker.dimp.precision import convolution_precision
 from pytracking.tracker.dimp.refine import AscentOptions, RefineResult, candidate_boxes, select_refined
@@ -191,8 +192,17 @@ def _finish(step: _Step, timer: StageTimer) -> list[np.ndarray]:
             for i, result in zip(todo, results, strict=True):
                 refined[i] = result
     with timer.stage("update"):
-        boxes = _boxes_in_crops(trackers, crops)  # the new samples' boxes
-        steps = [t.learn(locs[i], step.clf[i : i + 1], boxes[i]) for i, t in enumerate(trackers)]
+        boxes = _boxes_in_crops(trackers, crops)  # the new samples' boxes (before learn restores positions)
+        plans = [t.learn(loc) for t, loc in zip(trackers, locs, strict=True)]
+        adding = [i for i, (lr, _) in enumerate(plans) if lr is not None]
+        if adding:
+            add_samples(
+                [trackers[i].memory for i in adding],
+                step.clf[adding],
+                boxes[adding],
+                [plans[i][0] for i in adding],  # type: ignore[misc]
+            )
+        steps = [n for _, n in plans]
         for n in sorted(set(steps) - {0}):
             _optimise([t for t, k in zip(trackers, steps, strict=True) if k == n], n)
     kept = [i for i, r in enumerate(refined) if r is not None and r.box is not None]

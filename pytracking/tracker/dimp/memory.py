@@ -17,6 +17,8 @@ waiting.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
@@ -61,42 +63,10 @@ class SampleMemory:
         self.num_stored = n
         self.previous_index = None
 
-    def _update_weights(self, lr: float) -> int:
-        """Reweight for a new sample with learning rate ``lr``; returns the slot it goes into."""
-        w = self.weights
-        assert w is not None
-        if self.num_stored == 0 or lr == 1:
-            w.zero_()
-            w[0] = 1
-            index = 0
-        else:
-            if self.num_stored < self.size:
-                index = self.num_stored
-            else:
-                start = 0 if self.init_min_weight is None else self.num_init
-                index = int(torch.argmin(w[start:])) + start
-            if self.previous_index is None:
-                w /= 1 - lr
-                w[index] = lr
-            else:
-                w[index] = w[self.previous_index] / (1 - lr)
-        w /= w.sum()
-        m, n = self.init_min_weight, self.num_init
-        if m is not None and w[:n].sum() < m:
-            w /= m + w[n:].sum()
-            w[:n] = m / n
-        return index
-
     def add(self, feature: Tensor, box: Tensor, lr: float) -> None:
         """Insert one sample (1, C, H, W) or (C, H, W) with its (4,) box (host) and learning rate ``lr`` in
-        (0, 1]."""
-        if self.weights is None or self.features is None or self.boxes is None:
-            raise RuntimeError("SampleMemory.add before initialize")
-        index = self._update_weights(lr)
-        self.previous_index = index
-        self.features[index] = feature.reshape(self.features.shape[1:])
-        self.boxes[index] = box.reshape(4)
-        self.num_stored += 1
+        (0, 1] (:func:`add_samples` for one memory)."""
+        add_samples([self], feature.reshape(1, *feature.shape[-3:]), box.reshape(1, 4), [lr])
 
     @property
     def count(self) -> int:
@@ -114,3 +84,55 @@ class SampleMemory:
             raise ValueError(f"SampleMemory.filled: count must be within 0..{self.size}, got {k}")
         device = self.features.device
         return self.features[:k], upload(self.boxes[:k], device), upload(self.weights[:k], device)
+
+
+def add_samples(
+    memories: Sequence[SampleMemory], features: Tensor, boxes: Tensor, lrs: Sequence[float]
+) -> None:
+    """Insert one sample into each memory: ``features[i]`` (C, H, W) with its box ``boxes[i]`` (4,) (host) and
+    learning rate ``lrs[i]`` in (0, 1] into ``memories[i]`` (memories of one tracker's parameters: the same
+    ``size``, number of initial samples and ``init_min_weight``).
+
+    The weights of all memories are updated as rows of one tensor, each row by the same float32 operations as
+    its memory alone (module docstring for the rule); the features and boxes are written per memory."""
+    if any(m.weights is None or m.features is None or m.boxes is None for m in memories):
+        raise RuntimeError("SampleMemory.add before initialize")
+    lead = memories[0]
+    size, num_init, least = lead.size, lead.num_init, lead.init_min_weight
+    w = torch.stack([m.weights for m in memories])  # type: ignore[misc]  # (n, size)
+    keep = torch.tensor([1 - lr for lr in lrs], dtype=w.dtype)  # what the old weights keep
+    new = torch.tensor(list(lrs), dtype=w.dtype)
+    # the slot: the next free one, else the (non-initial, with a minimum) sample of least weight
+    start = 0 if least is None else num_init
+    lightest = (torch.argmin(w[:, start:], dim=1) + start).tolist()
+    restart, fresh, chained, index = [], [], [], []
+    for i, (m, lr) in enumerate(zip(memories, lrs, strict=True)):
+        if m.num_stored == 0 or lr == 1:
+            restart.append(i)
+            index.append(0)
+            continue
+        index.append(m.num_stored if m.num_stored < size else lightest[i])
+        (fresh if m.previous_index is None else chained).append(i)
+    if restart:
+        w[restart] = 0
+        w[restart, 0] = 1
+    if fresh:  # the first update: every weight divided by (1 - lr), the new sample lr
+        rows = torch.tensor(fresh)
+        w[rows] = w[rows] / keep[rows, None]
+        w[rows, [index[i] for i in fresh]] = new[rows]
+    if chained:  # later updates: the newest weight / (1 - lr)
+        rows = torch.tensor(chained)
+        previous = [memories[i].previous_index for i in chained]
+        w[rows, [index[i] for i in chained]] = w[rows, previous] / keep[rows]
+    w /= w.sum(dim=1, keepdim=True)
+    if least is not None:
+        low = (w[:, :num_init].sum(dim=1) < least).nonzero().flatten()
+        if low.numel():
+            w[low] = w[low] / (least + w[low, num_init:].sum(dim=1))[:, None]
+            w[low, :num_init] = least / num_init
+    for i, m in enumerate(memories):
+        m.weights = w[i]
+        m.previous_index = index[i]
+        m.features[index[i]] = features[i]  # type: ignore[index]
+        m.boxes[index[i]] = boxes[i]  # type: ignore[index]
+        m.num_stored += 1

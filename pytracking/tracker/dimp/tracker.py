@@ -135,18 +135,17 @@ class DiMPTracker:
         candidates (uniform [0, 1), CPU; :func:`.refine.candidate_boxes`)."""
         return torch.rand(self.params.num_random_boxes, 4, generator=self.generator)
 
-    def learn(self, loc: Localization, clf: Tensor, box: Tensor) -> int:
-        """The sample-memory update with this crop's classification features (1, C, h, w) and the target's
-        box (4,) xywh in the crop (:func:`.state_boxes.box_in_crop` of the current state); returns the number of filter
-        optimizer steps the frame calls for (0: none), which :func:`.lockstep.track_frames` runs for all
-        trackers that call for the same number at once."""
+    def learn(self, loc: Localization) -> tuple[float | None, int]:
+        """The frame's learning decisions: the learning rate of the new sample the sample memory takes
+        (None: none; the sample is the frame's classification features with the target's box in the crop)
+        and the number of filter optimizer steps (0: none). :func:`.lockstep.track_frames` adds the samples
+        and runs the steps for all trackers at once."""
         p = self.params
-        steps = 0
+        lr, steps = None, 0
         if loc.state not in (NOT_FOUND, UNCERTAIN):
             hard = loc.state == HARD_NEGATIVE
-            lr = p.hard_negative_learning_rate if hard else p.learning_rate
             if hard or self.frame_num % p.train_sample_interval == 0:
-                self.memory.add(clf, box, lr)
+                lr = p.hard_negative_learning_rate if hard else p.learning_rate
             if hard:
                 steps = p.hard_negative_optim_iter
             elif (self.frame_num - 1) % p.train_skipping == 0:
@@ -155,7 +154,7 @@ class DiMPTracker:
         # frame's refinement kept no box
         if p.refine and loc.state != NOT_FOUND and self.pos_refined is not None:
             self.pos = self.pos_refined.clone()
-        return steps
+        return lr, steps
 
     def end_frame(self, crop: FrameCrop, loc: Localization, refine_boxes: Tensor | None) -> None:
         """Set ``debug_info`` (see :meth:`track`); ``refine_boxes``: the refined candidates (S, 4) xywh image
