@@ -104,7 +104,8 @@ def add_samples(
     new = torch.tensor(list(lrs), dtype=w.dtype)
     # the slot: the next free one, else the (non-initial, with a minimum) sample of least weight
     start = 0 if least is None else num_init
-    lightest = (torch.argmin(w[:, start:], dim=1) + start).tolist()
+    full = any(m.num_stored >= size for m in memories)
+    lightest = (torch.argmin(w[:, start:], dim=1) + start).tolist() if full else []
     restart, fresh, chained, index = [], [], [], []
     for i, (m, lr) in enumerate(zip(memories, lrs, strict=True)):
         if m.num_stored == 0 or lr == 1:
