@@ -5,13 +5,13 @@ crops go through the backbone and the classifier feature head as one batch, ever
 its own crop in one grouped call, the localisation decides on all score maps at once
 (:func:`~.localize.localize_batch`), the box refinement ascends all refined trackers' candidates together,
 and the trackers whose frame calls for filter optimizer steps take them in one optimizer call per number of
-steps; the crop windows, the refined boxes' selection and the conversions between the trackers' states and
-boxes run on all rows at once too. Per tracker stay the pixels cut from its own frame, its candidate draws
-(its own generator), the refined box's blend into its state and its sample-memory update (the trackers'
-:meth:`~.tracker.DiMPTracker.begin_frame`, ``candidate_draws``, ``refine_end``, ``learn`` and
-``end_frame``). A tracker's boxes are therefore those it gets alone, up to the float rounding of batched
-convolutions and matrix products. :meth:`DiMPTracker.track <.tracker.DiMPTracker.track>` is this function
-for one tracker.
+steps; the crop windows, the refined boxes' selection and their blend into the states, the sample memories'
+weight updates and the conversions between the trackers' states and boxes run on all rows at once too. Per
+tracker stay the pixels cut from its own frame, its candidate draws (its own generator), the writes of its
+new sample into its memory and its learning decisions (the trackers'
+:meth:`~.tracker.DiMPTracker.begin_frame`, ``candidate_draws``, ``learn`` and ``end_frame``). A tracker's
+boxes are therefore those it gets alone, up to the float rounding of batched convolutions and matrix
+products. :meth:`DiMPTracker.track <.tracker.DiMPTracker.track>` is this function for one tracker.
 
 A step runs in three phases, each issuing device work the next one waits for: crops and network calls up to
 the classifier's scores (:func:`_start`); localisation and the refinement's ascent (:func:`_localise_and_refine`);
