@@ -164,6 +164,19 @@ def _rgb_numpy(frame: np.ndarray) -> np.ndarray:
     raise TrackerInputError(f"frame must have 1, 2, 3 or 4 channels, got {c}")
 
 
+def concat(tensors: list[Tensor]) -> Tensor:
+    """``torch.cat`` of (n_i, ...) tensors along the first dimension; a single tensor is returned as it is
+    (one tracker's or one crop's batch: no copy)."""
+    return tensors[0] if len(tensors) == 1 else torch.cat(tensors)
+
+
+def pad_rows(t: Tensor, size: int) -> Tensor:
+    """``t`` (n, ...) with its last row repeated up to ``size`` rows (a fixed batch size for compiled or
+    captured stages; the copies are computed and dropped)."""
+    n = t.shape[0]
+    return t if n >= size else torch.cat([t, t[-1:].expand(size - n, *t.shape[1:])])
+
+
 def upload(data, device: torch.device, dtype: torch.dtype | None = None) -> Tensor:
     """Host data (numpy array, CPU tensor, numbers) as a tensor on ``device`` without waiting for the device.
 

@@ -11,9 +11,10 @@ different orders).
 A graph holds fixed shapes, so the batch is padded up to a power of two (the last sequence repeated; its
 copies are computed and dropped), which keeps the number of captured graphs small (at most 7 for 64
 slots) as the number of refined sequences changes from frame to frame. Every sequence's candidates depend on
-its own features only, so padding changes no sequence's boxes beyond float rounding. Only ``mode="plain"`` (the reference's fixed-step ascent) is graphed: Algorithm S1 (``"s1"``)
-runs eagerly. The graphs are kept on the box head (:func:`graphed_ascent`), so every tracker of a network
-shares them: sequences that start later in a run (``--batch`` refills its slots) find them captured.
+its own features only, so padding changes no sequence's boxes beyond float rounding. Only ``mode="plain"``
+(the reference's fixed-step ascent) is graphed: Algorithm S1 (``"s1"``) runs eagerly. The graphs are kept
+on the box head (:func:`graphed_ascent`), so every tracker of a network shares them: sequences that start
+later in a run (``--batch`` refills its slots) find them captured.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from pytracking.tracker.dimp.frames import pad_rows
 from pytracking.tracker.dimp.refine import AscentOptions, ascend, score_and_grad
 
 __all__ = ["GraphedAscent", "graphed_ascent", "padded_size"]
@@ -40,12 +42,6 @@ def padded_size(n: int) -> int:
     if n < 1:
         raise ValueError(f"padded_size needs n >= 1, got {n}")
     return 1 << (n - 1).bit_length()
-
-
-def _pad(t: Tensor, size: int) -> Tensor:
-    """``t`` (n, ...) with its last row repeated up to ``size`` rows."""
-    n = t.shape[0]
-    return t if n == size else torch.cat([t, t[-1:].expand(size - n, *t.shape[1:])])
 
 
 @dataclass
@@ -83,7 +79,7 @@ class GraphedAscent:
         size = padded_size(n)
         key = (size, boxes.shape[1], tuple(t2.shape[1:]), tuple(t3.shape[1:]), t2.dtype, t2.device, options)
         captured = self._graphs.get(key)
-        inputs = (_pad(t2, size), _pad(t3, size), _pad(boxes.to(t2.dtype), size))
+        inputs = (pad_rows(t2, size), pad_rows(t3, size), pad_rows(boxes.to(t2.dtype), size))
         if captured is None:
             captured = self._capture(inputs, options)
             self._graphs[key] = captured

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from ltr.models.tracking import CLF_LAYER
-from pytracking.tracker.dimp.frames import upload
+from pytracking.tracker.dimp.frames import concat, pad_rows, upload
 from pytracking.tracker.dimp.localize import NOT_FOUND, UNCERTAIN, Localization, localize_batch, motion_window
 from pytracking.tracker.dimp.memory import add_samples
 from pytracking.tracker.dimp.patches import sample_patches
@@ -64,10 +64,6 @@ def check_batchable(trackers: Sequence[DiMPTracker]) -> None:
             raise ValueError("trackers tracked in lockstep must share one network, geometry and parameters")
     if len(trackers) > 1 and not getattr(lead.stages, "batched", False):
         raise ValueError(f"the {lead.params.backend} backend tracks one sequence at a time (no batches)")
-
-
-def _stack(tensors: list[Tensor]) -> Tensor:
-    return tensors[0] if len(tensors) == 1 else torch.cat(tensors)
 
 
 @torch.no_grad()
@@ -136,8 +132,8 @@ def _start(
     n = len(trackers)
     with timer.stage("crop"):
         x, crops = _crop(trackers, frames)
-        if pad_to is not None and pad_to > n:
-            x = torch.cat([x, x[-1:].expand(pad_to - n, -1, -1, -1)])
+        if pad_to is not None:
+            x = pad_rows(x, pad_to)
     with timer.stage("backbone"):
         feats = stages.backbone(x)
     with timer.stage("classifier"):
@@ -145,7 +141,7 @@ def _start(
         if x.shape[0] > n:
             feats = {k: v[:n] for k, v in feats.items()}
             clf = clf[:n]
-        filters = _stack([t.filter for t in trackers])
+        filters = concat([t.filter for t in trackers])
         scores = lead.preprocess_scores(stages.classify(filters, clf))  # (B, H', W')
     return _Step(trackers, crops, feats, clf, scores)
 
@@ -163,7 +159,7 @@ def _localise_and_refine(step: _Step, timer: StageTimer) -> None:
             return
         todo = step.todo
         device = lead.device
-        modulation = tuple(_stack([trackers[i].modulation[k] for i in todo]) for k in range(2))
+        modulation = tuple(concat([trackers[i].modulation[k] for i in todo]) for k in range(2))
         sub = step.feats  # the refined trackers' backbone features (all of them: no copy)
         if len(todo) < len(trackers):
             index = upload(todo, device)
@@ -346,7 +342,7 @@ def _optimise(trackers: Sequence[DiMPTracker], num_iter: int) -> None:
     count = max(t.memory.count for t in trackers)
     feats, boxes, weights = zip(*(t.memory.filled(count) for t in trackers), strict=True)
     filters = trackers[0].stages.optimize(
-        _stack([t.filter for t in trackers]),
+        concat([t.filter for t in trackers]),
         _stack_samples(feats),
         _stack_samples(boxes),
         _stack_samples(weights),

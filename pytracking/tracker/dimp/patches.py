@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from pytracking.tracker.dimp.frames import upload
+from pytracking.tracker.dimp.frames import concat, upload
 
 BorderMode = Literal["replicate", "inside", "inside_major"]
 BORDER_MODES: tuple[str, ...] = ("replicate", "inside", "inside_major")
@@ -70,11 +70,6 @@ class PatchWindow(NamedTuple):
         """``[y1, x1, y2, x2]``: the window's ends times the stride (the reference's coords)."""
         s = self.stride
         return [s * self.start[0], s * self.start[1], s * self.end[0], s * self.end[1]]
-
-    @property
-    def coord(self) -> Tensor:
-        """(1, 4) float32 :attr:`ends`."""
-        return torch.tensor([self.ends])
 
 
 def _float_pair(x: SizeLike) -> Tensor:
@@ -242,11 +237,7 @@ def sample_patches(
         if out_hw is not None and list(patch.shape[-2:]) != out_hw:
             patch = F.interpolate(patch, size=out_hw, mode="bilinear", align_corners=False)
         patches.append(patch)
-    return _cat(patches), torch.tensor([window.ends for window in windows])
-
-
-def _cat(tensors: list[Tensor]) -> Tensor:
-    return tensors[0] if len(tensors) == 1 else torch.cat(tensors)
+    return concat(patches), torch.tensor([window.ends for window in windows])
 
 
 def sample_patch_multiscale(
