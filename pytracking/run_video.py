@@ -7,8 +7,9 @@ The initial box (xywh pixels of the first frame) comes from ``--init``; without 
 ``cv2.selectROI``, which needs a display and an OpenCV build with GUI support (a clear error otherwise).
 ``--save`` writes every frame with the tracked box (codec from the extension: mp4v for .mp4, MJPG for .avi);
 the boxes are printed as ``frame,x,y,w,h`` lines. ``--compile`` is ``run_tracker.py``'s: torch.compile of the
-per-frame stages; ``--cuda-graph`` its refinement as a CUDA graph on a GPU. At the end one line on stderr gives the frame rate: the tracker's own (frames after the
-first over the time spent in ``track``) and the whole loop's (with video decoding and writing).
+per-frame stages; ``--cuda-graph`` its refinement as a CUDA graph on a GPU. At the end one line on stderr
+gives the frame rate: the tracker's own (frames after the first over the time spent in ``track``) and the
+whole loop's (with video decoding and writing).
 
 As in ``run_tracker.py``, the device and the checkpoint are checked before the video is opened (one
 ``error:`` line naming the argument or file, exit status 2), and a parameter set tuned for another kind of

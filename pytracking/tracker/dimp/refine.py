@@ -1,4 +1,8 @@
-"""Box refinement by gradient ascent on the box head's f(x, y), all candidate boxes as one batch (autograd).
+"""Box refinement by gradient ascent on the box head's f(x, y), all candidate boxes as one batch.
+
+The ascent takes f and df/dbox from one function (:data:`ScoreGradFn`: autograd of the box head, or a model
+that returns both); the step in the relative space applies the chain rule written out
+(:func:`relative_gradient`).
 
 Candidates (pytracking's DiMP rules): the classifier's box and ``num_random`` jittered copies, centre moved by
 U(-1/2, 1/2) x ``jitter_pos`` x sqrt(w h) and sizes by U(-1/2, 1/2) x ``jitter_size`` x sqrt(w h), each side
