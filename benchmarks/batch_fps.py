@@ -12,10 +12,11 @@ ResNet-50 at 352 pixels, random weights; ``super_dimp`` parameters with the thre
 with ``--geometry nce_plus_tiny`` of the demo's network (random weights, its own parameters, :data:`OPEN`) are
 initialised on the first frame of one in-memory video (``tracker_fps.make_video`` at ``--size``), advanced
 one frame untimed (``--compile``: with ``compile=true``, each B's shapes compiled then), then ``--frames``
-frames timed with
-:func:`pytracking.tracker.dimp.lockstep.track_frames`, all B on the same frame. Printed per B: frames per
-second, the ratio to B = 1 of the same round, the peak GPU memory and the milliseconds per step of each
-stage (synchronised with the GPU around each stage). ``--distinct``: tracker i starts at frame i of the
+frames timed with :func:`pytracking.tracker.dimp.lockstep.track_frames`, all B on the same frame. Printed
+per B: frames per second, the ratio to B = 1 of the same round, the peak GPU memory and, with ``--stages``,
+the milliseconds per step of each stage. ``--stages`` synchronises the GPU around each stage, in both modes:
+the host can then no longer run ahead of the device, so the frames per second of such a run are lower, and
+interleaved groups cannot overlap anything. ``--distinct``: tracker i starts at frame i of the
 video instead (different crops and decisions per tracker). ``--sweep``: instead of the timed frames, steps
 of B, B - 1, ..., 1 trackers, twice; the first pass meets each batch size for the first time (new shapes for
 cuDNN and the allocator), so the ratio of the passes shows what new shapes cost. ``--variants eager graph``:
@@ -49,7 +50,9 @@ initialisation seconds per sequence, the peak GPU memory, and the largest box di
 sequences both tracked; with ``--stages`` (B > 1) also the runner's seconds per stage (``start``: new
 sequences' first frames and initialisations, ``read``: waiting for frames read ahead, ``write``: result
 files) and the tracker's milliseconds per step. On a CUDA device the runner uses one torch thread whatever
-``--threads`` says (:mod:`pytracking.evaluation.host_threads`). The summary gives the median ratios and
+``--threads`` says (:mod:`pytracking.evaluation.host_threads`). ``--groups 1 2``: every B > 1 also with its
+steps split into two interleaved groups (``run_dataset(..., groups=2)``), named ``B=64/2``. The summary
+gives the median ratios, the frames per second of the tracking steps alone (from the time files) and
 what a LaSOT-test-sized run (280 sequences, 685 360 frames) would take at each B: 280 initialisations plus
 the frames at the measured per-frame rate.
 """
@@ -141,7 +144,13 @@ def write_dataset(root: Path, sequences: int, frames: int, width: int, height: i
 
 
 def run_once(
-    spec: TrackerSpec, root: Path, names: list[str], batch: int, results: Path, stages: bool = False
+    spec: TrackerSpec,
+    root: Path,
+    names: list[str],
+    batch: int,
+    results: Path,
+    stages: bool = False,
+    groups: int = 1,
 ) -> Run:
     device = torch.device(spec.device)
     timer = StageTimer(device) if stages and batch > 1 else None
@@ -155,6 +164,7 @@ def run_once(
         results_root=results,
         sequences=names,
         batch=batch,
+        groups=groups,
         progress=False,
         timer=timer,
     )
@@ -175,6 +185,11 @@ def run_once(
         report.folder,
         timer,
     )
+
+
+def config_name(batch: int, groups: int) -> str:
+    """``B=64``, or ``B=64/2`` for a run whose steps are split into 2 interleaved groups."""
+    return f"B={batch}" + (f"/{groups}" if groups > 1 else "")
 
 
 def stage_line(timer: StageTimer) -> str:
@@ -244,17 +259,20 @@ def lockstep_mode(args: argparse.Namespace, width: int, height: int) -> None:
                 if args.sweep:
                     sweep(step, b, cuda)
                     continue
-                timer = StageTimer(args.device)
+                timer = StageTimer(args.device) if args.stages else NULL_TIMER
                 begin = time.perf_counter()
                 for k in range(2, 2 + args.frames):
                     step(k, b, timer)
+                if cuda:
+                    torch.cuda.synchronize()
                 fps[b, v].append(args.frames * b / (time.perf_counter() - begin))
                 peak = f"{torch.cuda.max_memory_allocated() / 2**30:.2f} GiB" if cuda else "-"
-                stages = ", ".join(f"{k} {1000 * t / args.frames:.1f}" for k, t in timer.totals.items())
-                print(
-                    f"round {r + 1}  B={b:<3} {v:<7} {fps[b, v][-1]:7.1f} FPS  peak {peak}  ms per step: {stages}",
-                    flush=True,
-                )
+                line = f"round {r + 1}  B={b:<3} {v:<7} {fps[b, v][-1]:7.1f} FPS  peak {peak}"
+                if args.stages:
+                    line += "  ms per step: " + ", ".join(
+                        f"{k} {1000 * t / args.frames:.1f}" for k, t in timer.totals.items()
+                    )
+                print(line, flush=True)
     if args.profile:
         for v in variants:
             profile_steps(start(most, *variants[v]), most, args.frames, v)
@@ -365,7 +383,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--sweep", action="store_true", help="lockstep: time steps of B..1 trackers twice (new shapes)"
     )
-    ap.add_argument("--stages", action="store_true", help="runner: seconds per stage (synchronised)")
+    ap.add_argument(
+        "--stages",
+        action="store_true",
+        help="seconds per stage; synchronises the device around each stage, which lowers the frames per second",
+    )
     ap.add_argument(
         "--cuda-graph",
         action="store_true",
@@ -384,7 +406,8 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         nargs="+",
         default=[1],
-        help="lockstep: each variant also with its trackers in G interleaved groups (track_frames' groups)",
+        help="each variant (lockstep) or each B > 1 (runner) also with its trackers in G interleaved groups "
+        "(track_frames' groups)",
     )
     ap.add_argument("--profile", action="store_true", help="lockstep: cProfile the largest B's steps")
     ap.add_argument(
@@ -431,33 +454,37 @@ def main(argv: list[str] | None = None) -> None:
         warmups = [(b, b) for b in args.batches] if args.compile else [(max(args.batches), 1)]
         for b, sequences in warmups:
             run_once(spec, folder / "data", names[:sequences], b, folder / f"warmup{b}")
-        runs: dict[int, list[Run]] = {b: [] for b in args.batches}
+        # (B, groups) per run: B = 1 alone, every larger B with each of --groups
+        configs = [(b, g) for b in sorted(args.batches) for g in (args.groups if b > 1 else [1])]
+        runs: dict[tuple[int, int], list[Run]] = {c: [] for c in configs}
         for r in range(args.rounds):
-            order = sorted(args.batches) if r % 2 == 0 else sorted(args.batches, reverse=True)
-            for b in order:
-                run = run_once(
-                    spec, folder / "data", names[: args.per_slot * b], b, folder / f"r{r}_b{b}", args.stages
-                )
-                runs[b].append(run)
+            for b, g in configs if r % 2 == 0 else configs[::-1]:
+                results = folder / f"r{r}_b{b}_g{g}"
+                run = run_once(spec, folder / "data", names[: args.per_slot * b], b, results, args.stages, g)
+                runs[b, g].append(run)
                 peak = f"{run.peak_gib:.1f} GiB" if run.peak_gib is not None else "-"
                 line = (
-                    f"round {r + 1}  B={b:<3} {len(run.sequences):4d} seq {run.frames:6d} frames "
+                    f"round {r + 1}  {config_name(b, g):<7} {len(run.sequences):4d} seq {run.frames:6d} frames "
                     f"{run.wall_s:7.1f} s  {run.fps:7.1f} FPS  init {run.init_s:.3f} s/seq  "
                     f"{1 / run.track_s:7.1f} FPS tracking  peak {peak}"
                 )
-                if b != 1 and len(runs[1]) > r:
-                    line += f"  boxes within {box_difference(run, runs[1][r]):.2g} px of B=1"
+                if b != 1 and len(runs[1, 1]) > r:
+                    line += f"  boxes within {box_difference(run, runs[1, 1][r]):.2g} px of B=1"
                 print(line, flush=True)
                 if run.stages is not None:
                     print(f"    {stage_line(run.stages)}", flush=True)
         print("\nmedian over rounds (ratio to B=1 of the same round):")
-        for b in sorted(args.batches):
-            ratio = statistics.median(r.fps / base.fps for r, base in zip(runs[b], runs[1], strict=True))
-            fps = statistics.median(r.fps for r in runs[b])
-            init = statistics.median(r.init_s for r in runs[b])
-            per_frame = statistics.median(r.track_s for r in runs[b])
+        for b, g in configs:
+            base = runs[1, 1]
+            ratio = statistics.median(r.fps / one.fps for r, one in zip(runs[b, g], base, strict=True))
+            fps = statistics.median(r.fps for r in runs[b, g])
+            init = statistics.median(r.init_s for r in runs[b, g])
+            per_frame = statistics.median(r.track_s for r in runs[b, g])
             lasot_h = (LASOT_SEQUENCES * init + (LASOT_FRAMES - LASOT_SEQUENCES) * per_frame) / 3600
-            print(f"B={b:<3} {fps:7.1f} FPS  {ratio:5.2f}x B=1  LaSOT-test-sized run ~{lasot_h:.2f} h")
+            print(
+                f"{config_name(b, g):<7} {fps:7.1f} FPS  {ratio:5.2f}x B=1  {1 / per_frame:7.1f} FPS tracking  "
+                f"LaSOT-test-sized run ~{lasot_h:.2f} h"
+            )
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ def run_lockstep(
     folder: Path,
     *,
     batch: int,
+    groups: int = 1,
     record: Callable[[Outcome], None],
     failure: Callable[[str, BaseException, str | None], Outcome],
     frames_done: Callable[[int], None] | None = None,
@@ -68,7 +69,7 @@ def run_lockstep(
     ``frames_done(n)`` is told the frames of each step (for progress shown between sequence ends). ``readers``
     threads read frames ahead. ``timer`` gets the tracker's stages of every step (:func:`track_frames`) and the
     runner's own: ``start`` (new sequences' first frames and initialisations), ``read`` (waiting for frames
-    read ahead) and ``write`` (result files)."""
+    read ahead) and ``write`` (result files). ``groups``: :func:`track_frames`' interleaved groups per step."""
     from pytracking.evaluation.runner import read_frame, start_sequence  # the one-at-a-time runner's rules
 
     def read(slot: _Slot, index: int) -> Any:
@@ -138,7 +139,11 @@ def run_lockstep(
                 start = time.perf_counter()
                 try:
                     out = track_frames(
-                        [s.tracker for s, _ in ready], [f for _, f in ready], timer=timer, pad_to=pad_to
+                        [s.tracker for s, _ in ready],
+                        [f for _, f in ready],
+                        timer=timer,
+                        pad_to=pad_to,
+                        groups=groups,
                     )
                 except Exception as err:  # noqa: BLE001 - a bug in a batched step: every sequence in it fails
                     text = traceback.format_exc()

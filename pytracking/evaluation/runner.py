@@ -190,6 +190,7 @@ def run_dataset(
     sequences: list[str] | None = None,
     threads: int = 1,
     batch: int = 1,
+    groups: int = 1,
     progress: bool = True,
     on_failure: Callable[[Failure], None] | None = None,
     timer: StageTimer | None = None,
@@ -198,7 +199,8 @@ def run_dataset(
 
     ``on_failure`` is called with each failure as soon as it happens (e.g. to print its line while the run
     goes on); the report lists them all at the end. ``timer`` (``batch`` > 1 only) accumulates the seconds of
-    the lockstep runner's stages (:func:`.lockstep.run_lockstep`).
+    the lockstep runner's stages (:func:`.lockstep.run_lockstep`). ``groups`` (``batch`` > 1 only) splits each
+    lockstep step into that many interleaved groups of trackers (:func:`.lockstep.run_lockstep`).
     """
     from tqdm import tqdm
 
@@ -210,6 +212,10 @@ def run_dataset(
         raise ValueError("batch > 1 is for DiMP trackers in one process, without visdom")
     if timer is not None and batch == 1:
         raise ValueError("timer times the lockstep runner: it needs batch > 1")
+    if groups < 1 or (groups > 1 and batch == 1):
+        raise ValueError(
+            f"groups interleave a lockstep step: it needs batch > 1 and groups >= 1, got {groups}"
+        )
     folder = result_folder(results_root, spec.name, spec.results_name, runid)
     names = dataset.open().sequence_names()
     if sequences:
@@ -231,7 +237,7 @@ def run_dataset(
             on_failure(outcome[1])
 
     with host_threads(spec.device):
-        _track(spec, dataset, folder, todo, threads, batch, record, bar, timer)
+        _track(spec, dataset, folder, todo, threads, (batch, groups), record, bar, timer)
     bar.close()
     order = {n: i for i, n in enumerate(todo)}
     for name, failure in sorted(outcomes, key=lambda o: order[o[0]]):
@@ -248,12 +254,14 @@ def _track(
     folder: Path,
     todo: list[str],
     threads: int,
-    batch: int,
+    lockstep: tuple[int, int],
     record: Callable[[tuple[str, Failure | None]], None],
     bar: Any,
     timer: StageTimer | None,
 ) -> None:
-    """Track the sequences ``todo`` as :func:`run_dataset` was asked (lockstep, one process or a pool)."""
+    """Track the sequences ``todo`` as :func:`run_dataset` was asked (lockstep: ``(batch, groups)``, one
+    process or a pool)."""
+    batch, groups = lockstep
     if batch > 1:
         from pytracking.evaluation.lockstep import run_lockstep
 
@@ -272,6 +280,7 @@ def _track(
             todo,
             folder,
             batch=batch,
+            groups=groups,
             record=record,
             failure=_lockstep_failure,
             frames_done=frames_done,

@@ -406,6 +406,54 @@ def test_lockstep_timer_counts_the_runner_and_tracker_stages(tree, tmp_path):
         )
 
 
+def test_lockstep_groups_give_each_sequence_the_boxes_of_one_group(tree, tmp_path):
+    """run_dataset(batch=3, groups=2): every step split into two interleaved groups (sizes 2 and 1, then
+    fewer as sequences end) tracks each sequence as one group does, within 1e-3 px; groups need batch > 1."""
+    from pytracking.evaluation.runner import DatasetSpec, run_dataset
+    from pytracking.evaluation.tracker_spec import TrackerSpec, prepare_spec
+    from pytracking.tracker.dimp.timing import StageTimer
+
+    _, ckpt, _ = tree
+    root = tmp_path / "lengths"
+    for name, n, box in (
+        ("a", 4, [3.0, 2.0, 6.0, 5.0]),
+        ("b", 7, [5.0, 4.0, 7.0, 6.0]),
+        ("c", 9, [2.0, 3.0, 5.0, 6.0]),
+    ):
+        make_folder_sequence(root, name, [box] * n)
+    spec, _ = prepare_spec(TrackerSpec("dimp", "nce_plus_tiny", str(ckpt), "cpu"))
+    folders = {}
+    for groups in (1, 2):
+        timer = StageTimer()
+        report = run_dataset(
+            spec,
+            DatasetSpec("folder", str(root)),
+            results_root=tmp_path / f"g{groups}",
+            batch=3,
+            groups=groups,
+            progress=False,
+            timer=timer,
+        )
+        assert sorted(report.done) == ["a", "b", "c"] and not report.failed
+        folders[groups] = report.folder
+        # 8 steps: 3 of three trackers, 3 of two, 2 of one; two groups crop twice in the first 6
+        assert timer.counts["crop"] == (8 if groups == 1 else 3 * 2 + 3 * 2 + 2)
+    for name, n in (("a", 4), ("b", 7), ("c", 9)):
+        one, two = (read_result_file(folders[g] / f"{name}.txt") for g in (1, 2))
+        assert one.shape == two.shape == (n, 4)
+        np.testing.assert_allclose(two, one, rtol=0, atol=1e-3)
+    for batch, groups in ((1, 2), (3, 0)):
+        with pytest.raises(ValueError, match="groups interleave a lockstep step"):
+            run_dataset(
+                spec,
+                DatasetSpec("folder", str(root)),
+                results_root=tmp_path / "bad",
+                batch=batch,
+                groups=groups,
+                progress=False,
+            )
+
+
 def test_cuda_trackers_run_with_one_host_thread_and_cpu_trackers_keep_theirs():
     """host_threads: a CUDA device's block sees CUDA_HOST_THREADS intra-op threads and the setting comes back
     (also after an error); a CPU device's block keeps the process's threads."""
