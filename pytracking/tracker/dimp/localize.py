@@ -113,8 +113,9 @@ def localize_batch(
     centre = torch.tensor([(h - 1) / 2, (w - 1) / 2])
     max1, peak1 = _argmax2d(scores)
     disp1 = peak1 - centre
+    maps = scores.unbind(0)  # the rows' views in one call, not one indexing per map
     if not advanced:
-        return [Localization(disp1[i], NORMAL, max1[i], scores[i]) for i in range(b)]
+        return [Localization(d, NORMAL, m, s) for d, m, s in zip(disp1.unbind(0), max1, maps, strict=True)]
     # the neighbourhood of the first peak, [top, bottom) x [left, right) cells, is masked for the second
     neigh = (thresholds.target_neighborhood_scale * target_size_cells.float().cpu()).double() / 2
     peak = peak1.double()
@@ -135,18 +136,18 @@ def localize_batch(
         norm2 = torch.linalg.vector_norm(disp2 - prev, dim=1).tolist()
     limit = thresholds.displacement_scale * (h * w) ** 0.5 / 2
     out = []
-    for i in range(b):
-        disp, state = disp1[i], NORMAL
+    for i, (first, second, heatmap) in enumerate(zip(disp1.unbind(0), disp2.unbind(0), maps, strict=True)):
+        disp, state = first, NORMAL
         if max1[i] < thresholds.target_not_found:
             state = NOT_FOUND
         elif distractor[i]:
             if norm2[i] > limit and norm1[i] < limit:
                 state = HARD_NEGATIVE
             elif norm2[i] < limit and norm1[i] > limit:
-                disp, state = disp2[i], HARD_NEGATIVE
+                disp, state = second, HARD_NEGATIVE
             else:
                 state = UNCERTAIN
         elif max2[i] > thresholds.hard_negative * max1[i] and max2[i] > thresholds.target_not_found:
             state = HARD_NEGATIVE
-        out.append(Localization(disp, state, max1[i], scores[i]))
+        out.append(Localization(disp, state, max1[i], heatmap))
     return out

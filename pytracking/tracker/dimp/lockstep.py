@@ -251,12 +251,13 @@ def _take_refined(
         new_sz = old_sz ** (1.0 - rate) * new_sz**rate
     base = torch.stack([trackers[j].base_target_sz for j in kept])
     target_scale = torch.sqrt(new_sz.prod(-1) / base.prod(-1))
-    for k, j in enumerate(kept):
+    rows = zip(kept, new_pos.unbind(0), new_sz.unbind(0), target_scale.unbind(0), strict=True)
+    for j, pos, sz, scale in rows:
         t = trackers[j]
-        t.pos = t.pos_refined = new_pos[k]
-        t.target_sz = new_sz[k]
+        t.pos = t.pos_refined = pos
+        t.target_sz = sz
         if p.update_scale_when_uncertain or locs[j].state != UNCERTAIN:
-            t.target_scale = target_scale[k]
+            t.target_scale = scale
 
 
 def _boxes_in_crops(trackers: Sequence[DiMPTracker], crops: Sequence[FrameCrop]) -> Tensor:

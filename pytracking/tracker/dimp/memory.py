@@ -131,9 +131,10 @@ def add_samples(
         if low.numel():
             w[low] = w[low] / (least + w[low, num_init:].sum(dim=1))[:, None]
             w[low, :num_init] = least / num_init
-    for i, m in enumerate(memories):
-        m.weights = w[i]
-        m.previous_index = index[i]
-        m.features[index[i]] = features[i]  # type: ignore[index]
-        m.boxes[index[i]] = boxes[i]  # type: ignore[index]
+    rows = zip(memories, index, w.unbind(0), features.unbind(0), boxes.unbind(0), strict=True)
+    for m, slot, weights, sample, box in rows:
+        m.weights = weights
+        m.previous_index = slot
+        m.features[slot] = sample  # type: ignore[index]
+        m.boxes[slot] = box  # type: ignore[index]
         m.num_stored += 1

@@ -185,7 +185,10 @@ def select_refined(
     used = torch.zeros_like(keep).scatter_(1, order, torch.arange(k) < counts[:, None])
     full = picked.mean(dim=1)  # the images with k usable candidates (nearly all)
     results = []
-    for b, n in enumerate(counts.tolist()):
-        box = None if n == 0 else full[b] if n == k else picked[b, :n].mean(dim=0)
-        results.append(RefineResult(box, boxes[b], scores[b], used[b]))
+    rows = zip(
+        *(t.unbind(0) for t in (full, picked, boxes, scores, used)), strict=True
+    )  # views, one call each
+    for n, (mean, best, candidates, values, averaged) in zip(counts.tolist(), rows, strict=True):
+        box = None if n == 0 else mean if n == k else best[:n].mean(dim=0)
+        results.append(RefineResult(box, candidates, values, averaged))
     return results
