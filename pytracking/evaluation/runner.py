@@ -237,7 +237,7 @@ def run_dataset(
             on_failure(outcome[1])
 
     with host_threads(spec.device):
-        _track(spec, dataset, folder, todo, threads, (batch, groups), record, bar, timer)
+        _track(spec, dataset, folder, todo, threads, batch, record, bar, timer, groups=groups)
     bar.close()
     order = {n: i for i, n in enumerate(todo)}
     for name, failure in sorted(outcomes, key=lambda o: order[o[0]]):
@@ -254,14 +254,14 @@ def _track(
     folder: Path,
     todo: list[str],
     threads: int,
-    lockstep: tuple[int, int],
+    batch: int,
     record: Callable[[tuple[str, Failure | None]], None],
     bar: Any,
     timer: StageTimer | None,
+    *,
+    groups: int = 1,
 ) -> None:
-    """Track the sequences ``todo`` as :func:`run_dataset` was asked (lockstep: ``(batch, groups)``, one
-    process or a pool)."""
-    batch, groups = lockstep
+    """Track the sequences ``todo`` as :func:`run_dataset` was asked (lockstep, one process or a pool)."""
     if batch > 1:
         from pytracking.evaluation.lockstep import run_lockstep
 

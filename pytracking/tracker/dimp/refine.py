@@ -185,9 +185,8 @@ def select_refined(
     used = torch.zeros_like(keep).scatter_(1, order, torch.arange(k) < counts[:, None])
     full = picked.mean(dim=1)  # the images with k usable candidates (nearly all)
     results = []
-    rows = zip(
-        *(t.unbind(0) for t in (full, picked, boxes, scores, used)), strict=True
-    )  # views, one call each
+    # each image's rows as views, one unbind per tensor instead of one indexing per image
+    rows = zip(*(t.unbind(0) for t in (full, picked, boxes, scores, used)), strict=True)
     for n, (mean, best, candidates, values, averaged) in zip(counts.tolist(), rows, strict=True):
         box = None if n == 0 else mean if n == k else best[:n].mean(dim=0)
         results.append(RefineResult(box, candidates, values, averaged))
