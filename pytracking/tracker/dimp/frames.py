@@ -184,7 +184,10 @@ def upload(data, device: torch.device, dtype: torch.dtype | None = None) -> Tens
     synchronisation); staging the data in pinned memory and copying with ``non_blocking`` does not (the caching
     host allocator keeps the pinned buffer alive until the copy is done). On a CPU this is ``as_tensor``.
     """
-    t = torch.as_tensor(data, dtype=dtype) if not isinstance(data, Tensor) else data.to(dtype or data.dtype)
+    if not isinstance(data, Tensor):
+        t = torch.as_tensor(data, dtype=dtype)
+    else:  # a tensor of the wanted dtype as it is (a call of .to costs a tensor operation even then)
+        t = data if dtype is None or data.dtype == dtype else data.to(dtype)
     if t.device == device:
         return t
     if t.device.type == "cpu" and device.type == "cuda":
@@ -213,7 +216,7 @@ def frame_pixels(frame: Frame, device: torch.device) -> Tensor:
         t = upload(frame, device)
         if t.dim() == 2:
             t = t[None]
-        t = t[:1].expand(3, -1, -1) if c in (1, 2) else t[:3]
+        t = t[:1].expand(3, -1, -1) if c in (1, 2) else t[:3] if c == 4 else t
     return t if t.dtype == torch.uint8 else t.float()
 
 
