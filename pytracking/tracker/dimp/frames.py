@@ -1,8 +1,8 @@
-"""Frames in any common layout -> three-channel RGB, and the tracker's search crop from them.
+"""Frames in any common layout -> three-channel RGB pixels on the tracker's device, and the checks of the
+tracker's inputs.
 
-On a CPU device numpy frames stay numpy (H, W, 3) and are cropped with the shared crop function's OpenCV path
-(fast on uint8: only the crop is converted to float); otherwise the frame becomes one (3, H, W) float32 tensor
-on the device and is cropped with the shared crop function's ``grid_sample`` path.
+:func:`frame_pixels` gives a frame's (3, H, W) pixels on the device, uint8 frames kept uint8 so that the
+tracker's crop (:func:`~.patches.sample_patches`) converts only the pixels it cuts to float.
 
 What the tracker's Python API accepts (the same rules the command-line tools apply to their inputs):
 
@@ -10,7 +10,7 @@ What the tracker's Python API accepts (the same rules the command-line tools app
   taken as pixel values on the same 0..255 scale, unchanged. Every other dtype (``uint16``, signed integers,
   ``bool``, ...) is refused with :class:`TrackerInputError`: the tracker does not guess a bit depth (16-bit
   sensors often fill only 10 or 12 bits), so the caller scales, e.g. ``(frame >> 8).astype(np.uint8)`` for
-  full-range 16-bit data. :func:`prepare_frame` and :func:`frame_to_tensor` check the dtype of every frame
+  full-range 16-bit data. :func:`frame_pixels` (and the functions built on it) checks the dtype of every frame
   (no pixel is read); :func:`validate_frame` also checks a float frame's values (finite, within 0..255, and
   not all within 0..1, which is a 0..1-scaled image: multiply it by 255), once, on the first frame.
 - **Initial box.** :func:`validate_init_box`: four finite numbers x, y, w, h with w > 0 and h > 0 (xywh
@@ -24,8 +24,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import Tensor
-
-from ltr.data.crop import CropTransform, sample_target_crop, sample_target_crops
 
 Frame = np.ndarray | Tensor
 
@@ -71,7 +69,7 @@ def validate_frame(frame: Frame) -> None:
 
     A float frame must be finite and within 0..255, and not entirely within 0..1 (a 0..1-scaled image:
     multiply it by 255). Reading the values costs one pass over the frame (and, on a device, a wait for
-    it), which is why the tracker does this once per sequence and :func:`prepare_frame` only checks dtypes.
+    it), which is why the tracker does this once per sequence and :func:`frame_pixels` only checks dtypes.
     """
     check_frame_dtype(frame)
     if isinstance(frame, np.ndarray):
@@ -258,65 +256,3 @@ def prepare_frame(frame: Frame, device: torch.device) -> Frame:
         rgb = _rgb_numpy(frame)
         return rgb if rgb.dtype in (np.uint8, np.float32) else rgb.astype(np.float32)
     return frame_to_tensor(frame, device)
-
-
-def frame_size_wh(frame: Frame) -> tuple[int, int]:
-    """(width, height) of a prepared frame."""
-    return (
-        (frame.shape[1], frame.shape[0])
-        if isinstance(frame, np.ndarray)
-        else (frame.shape[2], frame.shape[1])
-    )
-
-
-def _to_torch(
-    crops: np.ndarray, transform: CropTransform, device: torch.device
-) -> tuple[Tensor, CropTransform]:
-    """numpy (N, S, S, 3) crops + numpy transform -> (N, 3, S, S) float32 tensor + float32 tensor transform."""
-    t = upload(np.ascontiguousarray(crops), device).permute(0, 3, 1, 2).float()
-    scale = upload(np.asarray(transform.scale, dtype=np.float32), device)
-    offset = upload(np.asarray(transform.offset, dtype=np.float32), device)
-    return t, CropTransform(scale, offset)
-
-
-def crop_frame(
-    frame: Frame,
-    box_xywh: Tensor | np.ndarray,
-    search_area_factor: float,
-    output_size: int,
-    *,
-    mode: str,
-    max_scale_change: float,
-    device: torch.device | None = None,
-) -> tuple[Tensor, CropTransform]:
-    """One crop of a prepared frame around ``box_xywh`` (4,) xywh image pixels.
-
-    The box is a tensor or a host array; a numpy frame is cropped on the host, so give it the host copy of
-    the box (a device tensor would be read back). ``device`` (default: the box tensor's) receives the crop.
-
-    Returns crops (1, 3, S, S) float32 and a transform with ``scale`` (1,) and ``offset`` (1, 2) tensors.
-    """
-    if device is None:
-        device = box_xywh.device if isinstance(box_xywh, Tensor) else torch.device("cpu")
-    if isinstance(frame, np.ndarray):
-        if isinstance(box_xywh, Tensor):
-            box_xywh = box_xywh.detach().cpu().numpy()
-        box = np.asarray(box_xywh, dtype=np.float64).reshape(1, 4)
-        crops, tf = sample_target_crops([frame], box, search_area_factor, output_size, mode, max_scale_change)
-        return _to_torch(crops, tf, device)
-    box_t = upload(box_xywh, device, torch.float32).reshape(1, 4)
-    return sample_target_crops(frame, box_t, search_area_factor, output_size, mode, max_scale_change)
-
-
-def crop_frame_single(
-    frame: Frame, box_xywh: Tensor, search_area_factor: float, output_size: int
-) -> tuple[Tensor, CropTransform]:
-    """A replicate-border crop (3, S, S) float32 centred on the box, with a scalar-tensor transform."""
-    if isinstance(frame, np.ndarray):
-        box = box_xywh.detach().reshape(4).cpu().numpy().astype(np.float64)
-        crop, tf = sample_target_crop(frame, box, search_area_factor, output_size, mode="replicate")
-        crops, t = _to_torch(
-            crop[None], CropTransform(np.asarray([tf.scale]), tf.offset[None]), box_xywh.device
-        )
-        return crops[0], CropTransform(t.scale[0], t.offset[0])
-    return sample_target_crop(frame, box_xywh, search_area_factor, output_size, mode="replicate")
