@@ -47,7 +47,7 @@ from benchmarks.tracker_fps import (  # noqa: E402
 )
 from ltr.admin.import_pytracking import convert  # noqa: E402
 from pytracking.onnx.export import export_dimp  # noqa: E402
-from pytracking.onnx.manifest import MANIFEST, read_manifest  # noqa: E402
+from pytracking.onnx.manifest import OnnxExportError, read_manifest  # noqa: E402
 from pytracking.onnx.quantize import quantize_export  # noqa: E402
 from pytracking.parameter.dimp import get_parameters  # noqa: E402
 from pytracking.tracker.dimp import DiMPParams, DiMPTracker, LoadedNet, load_network  # noqa: E402
@@ -61,10 +61,11 @@ def exports(
 ) -> dict[str, Path]:
     """The float32 and int8 export folders of ``loaded`` under ``folder`` (made unless already there)."""
     out = {"float32": folder / f"{geometry}_float32", "int8": folder / f"{geometry}_int8"}
-    if not (out["float32"] / MANIFEST).is_file():
+    if not _ready(out["float32"], "float32"):
         print(f"exporting {geometry} to {out['float32']}", flush=True)
+        shutil.rmtree(out["float32"], ignore_errors=True)
         export_dimp(loaded, params, out["float32"], param_name=geometry, checkpoint=None)
-    if not (out["int8"] / MANIFEST).is_file() or read_manifest(out["int8"]).precision != "int8":
+    if not _ready(out["int8"], "int8"):
         print(f"quantising {geometry} to {out['int8']} ({calibration} calibration frames)", flush=True)
         shutil.rmtree(out["int8"], ignore_errors=True)
         shutil.copytree(out["float32"], out["int8"])
@@ -72,14 +73,23 @@ def exports(
     return out
 
 
+def _ready(folder: Path, precision: str) -> bool:
+    """Whether ``folder`` holds a finished export of ``precision`` that this version reads."""
+    try:
+        return read_manifest(folder).precision == precision
+    except OnnxExportError:  # none yet, half-written, or of an older manifest version
+        return False
+
+
 class ModelTimes:
     """Seconds and calls per model of a tracker's ONNX Runtime sessions, counted while ``active``."""
 
-    def __init__(self, sessions: dict[str, Any]) -> None:
+    def __init__(self, sessions: dict[str, Any], windows: dict[str, int]) -> None:
         self.seconds: Counter = Counter()
         self.calls: Counter = Counter()
         self.frames = 0
         self.active = False
+        self.windows = windows  # the stages' counts of refinement windows (all calls, not only the timed)
         for name, session in sessions.items():
             session.run = self._timed(name, session.run)
 
@@ -108,7 +118,7 @@ def timed(name: str, loaded: LoadedNet, params: DiMPParams) -> tuple[Timed, Mode
     timer = StageTimer()
     tracker = DiMPTracker(loaded.net, loaded.geometry, params, timer=timer)
     sessions = getattr(tracker.stages, "sessions", None)
-    models = ModelTimes(sessions) if sessions is not None else None
+    models = ModelTimes(sessions, tracker.stages.windows) if sessions is not None else None  # type: ignore[attr-defined]
 
     def track(frame: np.ndarray) -> tuple[np.ndarray, str]:
         if models is None:
@@ -175,6 +185,12 @@ def main(argv: list[str] | None = None) -> None:
     report(entries, frames, init_box, args.rounds, args.warmup)
     for name, times in models.items():
         print(f"{name}, ms per model call while tracking (calls per frame): {times.line()}")
+    for name, times in models.items():
+        windows = times.windows
+        print(
+            f"{name}: {windows['frames']} refinements on a window of the box maps, {windows['whole']} of them "
+            "fell back to the whole maps"
+        )
 
 
 if __name__ == "__main__":

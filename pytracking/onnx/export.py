@@ -2,24 +2,28 @@
 
 Models (file ``<name>.onnx``; S = dynamic number of samples, N = dynamic batch, B = ``num_boxes``):
 
-==================  ====================================================  ====================================
-name                inputs                                                outputs
-==================  ====================================================  ====================================
-backbone            images (N, 3, H, W)                                   layer2, layer3
-clf_features        layer3 (N, C3, h, w)                                  features (N, C, h, w)
-clf_scores          filters (1, C, k, k), features (1, C, h, w)           scores (1, 1, H', W')
-box_features        layer2, layer3 (1, ...), mod2 (1, M2), mod3 (1, M3)   mod_feat2, mod_feat3
-box_tables          mod_feat2, mod_feat3                                  table2, mean2, table3, mean3
-box_score_grad      table2, mean2, table3, mean3, boxes (1, B, 4)         scores (1, B), grad (1, B, 4)
-modulation          layer2, layer3 (1, ...), box (1, 4)                   mod2, mod3
-initial_filter      features (S, C, h, w), boxes (S, 4)                   filters (1, C, k, k)
-filter_step         filters, features (S, C, h, w), boxes (S, 4),          filters
+==================  =======================================================  =================================
+name                inputs                                                   outputs
+==================  =======================================================  =================================
+backbone            images (N, 3, H, W)                                      layer2, layer3
+clf_features        layer3 (N, C3, h, w)                                     features (N, C, h, w)
+clf_scores          filters (1, C, k, k), features (1, C, h, w)              scores (1, 1, H', W')
+box_features        layer2, layer3 (1, C, h, w), mod2 (1, M2), mod3 (1, M3)  mod_feat2, mod_feat3 (1, M, h, w)
+box_tables          mod_feat2, mod_feat3 (1, M, h, w)                        table2, mean2, table3, mean3
+box_score_grad      table2, mean2, table3, mean3, boxes (1, B, 4)            scores (1, B), grad (1, B, 4)
+modulation          layer2, layer3 (1, ...), box (1, 4)                      mod2, mod3
+initial_filter      features (S, C, h, w), boxes (S, 4)                      filters (1, C, k, k)
+filter_step         filters, features (S, C, h, w), boxes (S, 4),            filters
                     weights (S,)
-==================  ====================================================  ====================================
+==================  =======================================================  =================================
 
-Each is exported with ``torch.onnx.export`` (the dynamo exporter), checked with ``onnx.checker`` and written
-atomically as one self-contained file; the manifest is removed first and written last, so a folder whose
-export stopped half-way has no manifest and is refused by the runtime.
+The box features and their tables take maps of any size (h, w per layer): the runtime computes them on the
+window of the maps that the refinement's boxes read (:mod:`pytracking.tracker.dimp.box_window`; the manifest's
+``box_window`` says how to cut it), and ``box_score_grad`` takes the tables at the whole maps' size.
+
+Each model is exported with ``torch.onnx.export`` (the dynamo exporter), checked with ``onnx.checker`` and
+written atomically as one self-contained file; the manifest is removed first and written last, so a folder
+whose export stopped half-way has no manifest and is refused by the runtime.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from pytracking.onnx.manifest import (
     weights_sha256,
     write_manifest,
 )
+from pytracking.tracker.dimp.box_window import conv_halo
 from pytracking.tracker.dimp.network import LoadedNet
 from pytracking.tracker.dimp.params import DiMPParams
 
@@ -90,12 +95,13 @@ def export_model(
     dims: dict[str, Any] = {}
     dynamic_shapes = None
     if dynamic_axes:
-        dynamic_shapes = {
-            name: {axis: dims.setdefault(dim, torch.export.Dim(dim, min=1)) for axis, dim in axes.items()}
+        # in the order of the inputs: torch keys a dict by the forward's argument names, not ``input_names``
+        dynamic_shapes = tuple(
+            {axis: dims.setdefault(dim, torch.export.Dim(dim, min=1)) for axis, dim in axes.items()}
             if (axes := dynamic_axes.get(name))
             else None
             for name in input_names
-        }
+        )
     with warnings.catch_warnings():
         # inputs that share a dynamic dimension make torch name it once and warn about the others
         warnings.filterwarnings("ignore", message=".*will not be used, since it shares the same shape")
@@ -183,6 +189,7 @@ def _specs(
     net = loaded.net
     batch = {0: "batch"}
     samples = {0: "samples"}
+    maps = {"layer2": {2: "h2", 3: "w2"}, "layer3": {2: "h3", 3: "w3"}}
     return {
         "backbone": (
             lambda: parts.BackboneFeatures(net),
@@ -210,14 +217,14 @@ def _specs(
             ["layer2", "layer3", "mod2", "mod3"],
             ["layer2", "layer3", "mod2", "mod3"],
             ["mod_feat2", "mod_feat3"],
-            None,
+            maps,
         ),
         "box_tables": (
             parts.BoxTables,
             ["mod_feat2", "mod_feat3"],
             ["mod_feat2", "mod_feat3"],
             list(TABLES),
-            None,
+            {"mod_feat2": maps["layer2"], "mod_feat3": maps["layer3"]},
         ),
         "box_score_grad": (
             lambda: parts.box_score_and_grad(net, [x[k] for k in TABLES], x["boxes"]),
@@ -276,6 +283,7 @@ def export_dimp(
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)  # the manifest marks a finished export
     num_boxes = params.num_random_boxes + 1
+    head = loaded.net.box_head
     x = example_inputs(loaded, num_boxes)
     entries: dict[str, ModelEntry] = {}
     specs = _specs(loaded, x)
@@ -305,6 +313,10 @@ def export_dimp(
         precision="float32",
         opset=OPSET,
         versions=_versions(),
+        box_window={
+            "strides": list(head.strides),
+            "halos": [conv_halo(head.test_conv2), conv_halo(head.test_conv3)],
+        },
         models=entries,
     )
     write_manifest(out, manifest)

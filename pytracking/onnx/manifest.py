@@ -5,6 +5,8 @@ and ``weights_sha256`` (a digest of the loaded, BatchNorm-folded network's tenso
 network can check that the models are this network's); ``geometry`` (the crop geometry,
 :class:`~pytracking.tracker.dimp.params.Geometry` fields); ``num_boxes`` (the refinement's fixed number of
 candidate boxes); ``precision`` (``float32`` or ``int8``); ``opset``; ``versions`` (torch, onnx, ...);
+``box_window``: the box layers' ``strides`` and the test branches' ``halos``
+(:class:`~pytracking.tracker.dimp.box_window.WindowRule`), for the window of the maps the refinement reads;
 ``models``: name -> file, its sha256, and its inputs and outputs as name -> shape (a string for a dynamic
 axis). Written atomically; :func:`read_manifest` raises :class:`OnnxExportError` with a one-line message.
 """
@@ -21,6 +23,7 @@ from typing import Any
 import torch
 
 from ltr.admin.io import atomic_write_text
+from pytracking.tracker.dimp.box_window import WindowRule
 from pytracking.tracker.dimp.params import Geometry
 
 __all__ = [
@@ -37,8 +40,9 @@ __all__ = [
 ]
 
 FORMAT = "ebmtrack-onnx"
-#: 2: the refinement's model pools from summed-area tables made by the ``box_tables`` model
-VERSION = 2
+#: 2: the refinement's model pools from summed-area tables made by the ``box_tables`` model; 3: the box test
+#: features and their tables take any map size (a window of the maps), and ``box_window`` says how to cut it
+VERSION = 3
 MANIFEST = "manifest.json"
 
 
@@ -70,6 +74,7 @@ class Manifest:
     precision: str
     opset: int
     versions: dict[str, str]
+    box_window: dict[str, list[int]]
     models: dict[str, ModelEntry] = field(default_factory=dict)
     calibration: dict[str, Any] | None = None
     format: str = FORMAT
@@ -77,6 +82,10 @@ class Manifest:
 
     def geometry_object(self) -> Geometry:
         return Geometry(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.geometry.items()})
+
+    def window_rule(self) -> WindowRule:
+        """How to cut the box maps' window for the refinement (``box_window``)."""
+        return WindowRule(strides=tuple(self.box_window["strides"]), halos=tuple(self.box_window["halos"]))
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -128,6 +137,8 @@ def read_manifest(folder: str | os.PathLike) -> Manifest:
         )
     try:
         models = {name: ModelEntry(**entry) for name, entry in data.pop("models").items()}
-        return Manifest(**data, models=models)
-    except (KeyError, TypeError, AttributeError) as err:
+        manifest = Manifest(**data, models=models)
+        manifest.window_rule()
+        return manifest
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
         raise OnnxExportError(f"{path}: malformed manifest ({err})") from None

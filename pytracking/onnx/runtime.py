@@ -3,9 +3,10 @@
 :class:`OrtStages` implements :class:`pytracking.tracker.dimp.stages.NetworkStages` with the models of an
 export folder (:mod:`.export`); the tracker's Python logic (crops, localisation, refinement, sample memory) is
 unchanged. The refinement takes f and df/dbox from the ``box_score_grad`` model (:meth:`OrtStages.box_score_grad`,
-one ONNX Runtime call per ascent step), and :mod:`pytracking.tracker.dimp.refine` runs as it is. What
-:meth:`OrtStages.box_features` hands it for a frame are the summed-area tables of the modulated features
-(``box_tables``), from which every step pools its boxes.
+one ONNX Runtime call per ascent step), and :mod:`pytracking.tracker.dimp.refine` runs as it is. Every step
+pools its boxes from the summed-area tables (``box_tables``) of the frame's modulated box test features
+(``box_features``), which are computed once per frame and only on the window of the maps that the boxes read
+(:mod:`pytracking.tracker.dimp.box_window`; the whole maps when a step's boxes leave it).
 
 :func:`check_export` is every check of a folder against a checkpoint file, a network, its geometry and the
 parameters, each failure one line (:class:`OnnxExportError`): no folder or manifest, another checkpoint
@@ -35,6 +36,7 @@ from pytracking.onnx.manifest import (
     read_manifest,
     weights_sha256,
 )
+from pytracking.tracker.dimp.box_window import BoxWindow
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
 from pytracking.tracker.dimp.refine import AscentOptions, ascend
 
@@ -140,6 +142,11 @@ class OrtStages:
         self.sessions = {
             name: make_session(self.folder / entry.file, threads) for name, entry in manifest.models.items()
         }
+        self.window_rule = manifest.window_rule()
+        self._box_inputs = [arg.name for arg in self.sessions["box_features"].get_inputs()]
+        self._table_inputs = [arg.name for arg in self.sessions["box_tables"].get_inputs()]
+        #: refinements run (``frames``) and those whose boxes left their window (``whole``)
+        self.windows = {"frames": 0, "whole": 0}
 
     @classmethod
     def open(
@@ -188,31 +195,73 @@ class OrtStages:
         return self.run("clf_scores", filters, clf)[0][0]
 
     def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> tuple[Tensor, ...]:
-        """The modulated test features' summed-area tables and means (``box_tables``' outputs), which
-        :meth:`box_score` takes in their place."""
-        mod2, mod3 = self.run("box_features", feats[BOX_LAYERS[0]], feats[BOX_LAYERS[1]], *modulation)
-        return tuple(self.run("box_tables", mod2, mod3))
+        """The box test features' inputs (layer2, layer3, mod2, mod3), which :meth:`box_score_grad` and
+        :meth:`ascend` take in their place: the features and their tables are made there, on the window of the
+        maps that the boxes read (:mod:`~pytracking.tracker.dimp.box_window`)."""
+        return (feats[BOX_LAYERS[0]], feats[BOX_LAYERS[1]], *modulation)
 
-    def box_score_grad(self, tables: tuple[Tensor, ...], boxes: Tensor) -> tuple[Tensor, Tensor]:
+    def box_score_grad(self, inputs: tuple[Tensor, ...], boxes: Tensor) -> tuple[Tensor, Tensor]:
         """f (1, S) and df/dboxes (1, S, 4) from ``box_score_grad`` (one model call, no autograd)."""
-        return self._score_grad(tables)(boxes)
+        return self._score_grad(inputs, boxes)(boxes)
 
     def ascend(
-        self, tables: tuple[Tensor, ...], boxes: Tensor, options: AscentOptions
+        self, inputs: tuple[Tensor, ...], boxes: Tensor, options: AscentOptions
     ) -> tuple[Tensor, Tensor]:
-        return ascend(self._score_grad(tables), boxes, **options._asdict())
+        return ascend(self._score_grad(inputs, boxes), boxes, **options._asdict())
 
-    def _score_grad(self, tables: tuple[Tensor, ...]) -> Callable[[Tensor], tuple[Tensor, Tensor]]:
-        """``box_score_grad`` on one frame's tables, their feeds made once for the ascent's steps."""
+    def _score_grad(
+        self, inputs: tuple[Tensor, ...], boxes: Tensor
+    ) -> Callable[[Tensor], tuple[Tensor, Tensor]]:
+        """``box_score_grad`` on one frame's box test features, computed on the window that ``boxes`` (the
+        ascent's start) need; a step whose boxes leave it takes the whole maps from then on (the same scores
+        and gradients either way, up to float rounding)."""
         session = self.sessions["box_score_grad"]
         names = [arg.name for arg in session.get_inputs()]
-        feeds = dict(zip(names[:-1], [_numpy(t) for t in tables], strict=True))
+        arrays = [_numpy(t) for t in inputs]
+        sizes = [a.shape[-2:] for a in arrays[:2]]
+        window = self.window_rule.window(_numpy(boxes), sizes)
+        feeds = dict(zip(names[:-1], self._tables(arrays, window), strict=True))
+        self.windows["frames"] += 1
 
         def run(boxes: Tensor) -> tuple[Tensor, Tensor]:
-            scores, grad = session.run(None, {**feeds, names[-1]: _numpy(boxes)})
+            nonlocal window, feeds
+            array = _numpy(boxes)
+            if not window.holds(array):
+                window = BoxWindow.whole(sizes, self.window_rule.strides)
+                feeds = dict(zip(names[:-1], self._tables(arrays, window), strict=True))
+                self.windows["whole"] += 1
+            scores, grad = session.run(None, {**feeds, names[-1]: array})
             return torch.from_numpy(scores), torch.from_numpy(grad)
 
         return run
+
+    def _tables(self, arrays: list[np.ndarray], window: BoxWindow) -> list[np.ndarray]:
+        """``box_tables``' outputs for the box test features' inputs ``arrays`` (layer2, layer3, mod2, mod3) on
+        ``window``: the features of its input cells, cut to its cells, and their tables placed at the cells'
+        place in whole-map tables (zeros elsewhere, which the window's boxes do not read)."""
+        cut = [
+            np.ascontiguousarray(a[..., r0:r1, c0:c1])
+            for a, (r0, c0, r1, c1) in zip(arrays[:2], window.inputs, strict=True)
+        ]
+        mods = self.sessions["box_features"].run(
+            None, dict(zip(self._box_inputs, [*cut, *arrays[2:]], strict=True))
+        )
+        mods = [
+            np.ascontiguousarray(m[..., r0 - i0 : r1 - i0, c0 - j0 : c1 - j0])
+            for m, (r0, c0, r1, c1), (i0, j0, _, _) in zip(mods, window.cells, window.inputs, strict=True)
+        ]
+        tables = self.sessions["box_tables"].run(None, dict(zip(self._table_inputs, mods, strict=True)))
+        if window.is_whole:
+            return tables
+        out = []
+        for table, mean, (r0, c0, r1, c1), (h, w) in zip(
+            tables[0::2], tables[1::2], window.cells, window.sizes, strict=True
+        ):
+            whole = np.zeros((table.shape[0], h + 1, w + 1, table.shape[-1]), dtype=table.dtype)
+            # entry t of the window's table (its sums before window cell t) is entry r0 + t of the map's
+            whole[:, r0 : r1 + 1, c0 : c1 + 1] = table
+            out += [whole, mean]
+        return out
 
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
         mod2, mod3 = self.run("modulation", feats[BOX_LAYERS[0]], feats[BOX_LAYERS[1]], box)

@@ -2,6 +2,7 @@
 checkpoint or for other parameters, onnx / onnxruntime not installed (no export needed: manifests by hand)."""
 
 import dataclasses
+import json
 import sys
 
 import pytest
@@ -47,6 +48,7 @@ def fake_export(folder, ckpt, num_boxes=10):
         precision="float32",
         opset=18,
         versions={},
+        box_window={"strides": [8, 16], "halos": [2, 2]},
         models=models,
     )
     write_manifest(folder, manifest)
@@ -113,11 +115,25 @@ def test_export_of_another_checkpoint_or_other_parameters(tree, capsys):
 def test_an_export_of_an_older_manifest_version_asks_for_a_new_export(tree, capsys):
     folder = fake_export(tree[2] / "export", tree[1])
     manifest = folder / "manifest.json"
-    manifest.write_text(manifest.read_text().replace(f'"version": {VERSION}', '"version": 1'))
+    manifest.write_text(manifest.read_text().replace(f'"version": {VERSION}', f'"version": {VERSION - 1}'))
     assert track(tree, f"onnx_dir={folder}") == 2
     line = error_line(capsys)
-    assert f"manifest of version 1, this ebmtrack reads version {VERSION}" in line
+    assert f"manifest of version {VERSION - 1}, this ebmtrack reads version {VERSION}" in line
     assert "export again: python -m pytracking.export_onnx dimp nce_plus_tiny" in line
+
+
+def test_a_manifest_without_its_box_window_is_malformed(tree, capsys):
+    folder = fake_export(tree[2] / "export", tree[1])
+    manifest = folder / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["box_window"] = {"strides": [8, 12], "halos": [2, 2]}  # 8 does not divide 12
+    manifest.write_text(json.dumps(data))
+    assert track(tree, f"onnx_dir={folder}") == 2
+    assert "malformed manifest" in error_line(capsys)
+    del data["box_window"]
+    manifest.write_text(json.dumps(data))
+    assert track(tree, f"onnx_dir={folder}") == 2
+    assert "malformed manifest" in error_line(capsys)
 
 
 def test_compile_or_a_gpu_do_not_go_with_onnxruntime(tree, capsys):

@@ -55,6 +55,10 @@ def test_manifest_names_every_checked_model_its_shapes_and_its_source(tiny_expor
     assert manifest.models["backbone"].inputs == {"images": ["batch", 3, 64, 64]}
     assert manifest.models["box_score_grad"].outputs == {"scores": [1, 10], "grad": [1, 10, 4]}
     assert manifest.models["filter_step"].inputs["weights"] == ["samples"]
+    # the box features and their tables take a window of the maps, cut as box_window says
+    assert manifest.models["box_features"].inputs["layer2"][2:] == ["h2", "w2"]
+    assert manifest.models["box_tables"].outputs["table3"][1:3] == ["h3 + 1", "w3 + 1"]
+    assert manifest.box_window == {"strides": [8, 16], "halos": [2, 2]}
     assert not list(tiny_export.folder.glob("*.tmp")) and not list(tiny_export.folder.glob("*.data"))
 
 
