@@ -106,12 +106,16 @@ def check_backend(
 
 def make_session(path: str | os.PathLike, threads: int | None = None) -> Any:
     """An ONNX Runtime CPU session of model ``path`` with all graph optimisations and ``threads`` intra-op
-    threads (default: torch's number)."""
+    threads (default: torch's number) that sleep when idle."""
     ort = import_extra("onnxruntime", "onnx")
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = threads or torch.get_num_threads()
     options.inter_op_num_threads = 1
+    # idle pool threads sleep instead of spinning: spinning ones take the cores from torch's threads and from
+    # the other sessions between the tracker's many short calls (int8 SuperDiMP at 2 threads on 2 cores: 4.5-4.8
+    # frames/s spinning, 15.7 not; docs/results/2026-11-26-onnx.md)
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3  # errors only: no constant-folding notes on every session
     return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
 

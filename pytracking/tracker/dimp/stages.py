@@ -57,8 +57,9 @@ class NetworkStages(Protocol):
 
     def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> tuple[Tensor, ...]:
         """The box head's per-frame features of B crops' backbone features, each crop with its own
-        sequence's modulation ((B, M2), (B, M3)), in the form :meth:`box_score` takes: the modulated test
-        features, or what a backend makes of them once per frame (ONNX Runtime: their summed-area tables)."""
+        sequence's modulation ((B, M2), (B, M3)), in the form :meth:`box_score_grad` and :meth:`ascend` take:
+        the modulated test features, or what a backend makes of them (ONNX Runtime: their inputs, from which
+        the ascent computes the features on the window of the maps its boxes read)."""
         ...
 
     def box_score_grad(self, modulated: tuple[Tensor, ...], boxes: Tensor) -> tuple[Tensor, Tensor]:
