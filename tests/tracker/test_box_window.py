@@ -1,6 +1,7 @@
 """Tests for pytracking.tracker.dimp.box_window: boxes that a window holds pool the same values from the window's
 summed-area table as from the whole map's (float64, to rounding), a box one read beyond the window does not (the
-rule is tight), the test branches' halo, and the windows chosen for tracker-like boxes."""
+rule is tight), the test branches' halo, the windows chosen for tracker-like boxes, and the PyTorch stages' box
+score on windows against the whole maps."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import torch
 from torch import nn
 
 from ltr.ops.prroi_integral import SummedAreaTable, prroi_pool_integral, summed_area_table
-from pytracking.tracker.dimp.box_window import BoxWindow, WindowRule, conv_halo
+from pytracking.tracker.dimp.box_window import BoxWindow, WindowRule, conv_halo, cut_cells, paste_cells
 from pytracking.tracker.dimp.network import random_network
+from pytracking.tracker.dimp.stages import TorchStages
 
 STRIDE = 8
 SIZE = (44, 40)  # rows, columns of the map
@@ -140,3 +142,45 @@ def test_superdimp_candidates_take_about_a_quarter_of_the_box_maps():
     # the pixel window starts at the same place on both layers
     (r2, c2, _, _), (r3, c3, _, _) = window.cells
     assert (r2 * 8, c2 * 8) == (r3 * 16, c3 * 16)
+
+
+def test_cells_are_cut_and_pasted_at_each_maps_own_place():
+    gen = torch.Generator().manual_seed(3)
+    maps = torch.randn(2, 3, 10, 12, generator=gen)
+    starts = torch.tensor([[1, 2], [4, 0]])
+    cut = cut_cells(maps, starts, (3, 5))
+    torch.testing.assert_close(cut[0], maps[0, :, 1:4, 2:7], rtol=0, atol=0)
+    torch.testing.assert_close(cut[1], maps[1, :, 4:7, 0:5], rtol=0, atol=0)
+    out = torch.zeros(3, 3, 10, 12)
+    paste_cells(out, torch.tensor([2, 0]), cut, starts)
+    assert out[1].abs().sum() == 0
+    torch.testing.assert_close(out[2, :, 1:4, 2:7], maps[0, :, 1:4, 2:7], rtol=0, atol=0)
+    torch.testing.assert_close(out[0, :, 4:7, 0:5], maps[1, :, 4:7, 0:5], rtol=0, atol=0)
+    assert int((out != 0).sum()) == 2 * 3 * 15
+
+
+def test_torch_stages_score_boxes_on_windows_as_on_the_whole_maps():
+    """Three images of a 256-pixel crop network: two windows of other places and one whole map (a box over
+    most of the crop); f and df/dboxes within float32 rounding of the whole maps'."""
+    loaded = random_network("nce_plus_tiny", crop_size=256)
+    stages = TorchStages(loaded.net)
+    head = loaded.net.box_head
+    gen = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        feats = stages.backbone(torch.randn(3, 3, 256, 256, generator=gen))
+        modulation = stages.modulation(
+            {k: v[:1] for k, v in feats.items()}, torch.tensor([[60.0, 60.0, 40, 40]])
+        )
+    modulation = tuple(m.expand(3, -1) for m in modulation)
+    inputs = stages.box_features(feats, modulation)
+    places = torch.tensor([[20.0, 30.0, 30.0, 34.0], [160.0, 150.0, 36.0, 28.0], [10.0, 10.0, 230.0, 230.0]])
+    boxes = places[:, None] + 4 * (torch.rand(3, 10, 4, generator=gen) - 0.5)
+    features, limits = stages.modulated(inputs, boxes)
+    assert torch.isfinite(limits[:2]).any(dim=1).all() and torch.isinf(limits[2]).all()
+    whole = head.modulate(modulation, head.get_test_features([feats["layer2"], feats["layer3"]]))
+    assert (features[0][0] == 0).float().mean() > 0.3  # the first window leaves much of the map out
+    scores, grad = stages.box_score_grad(inputs, boxes)
+    want_scores, want_grad = stages._score_grad(whole, boxes)
+    torch.testing.assert_close(scores, want_scores, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grad, want_grad, rtol=1e-4, atol=1e-5)
+    assert grad.abs().max() > 1e-3

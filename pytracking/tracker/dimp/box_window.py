@@ -20,13 +20,14 @@ A backend checks every step's boxes and takes the whole map when they leave the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from torch import nn
+import torch
+from torch import Tensor, nn
 
-__all__ = ["BoxWindow", "WindowRule", "conv_halo"]
+__all__ = ["BoxWindow", "WindowRule", "check_held", "conv_halo", "cut_cells", "paste_cells"]
 
 Cells = tuple[int, int, int, int]  # (row start, column start, row end, column end), ends exclusive
 
@@ -47,8 +48,9 @@ def conv_halo(module: nn.Module) -> int:
 @dataclass(frozen=True)
 class BoxWindow:
     """A window of every box layer's map: per layer, its ``cells`` (the window's table is made of these) and the
-    ``inputs`` the test branches read for them (``cells`` grown by the halo, within the map); ``sizes`` the
-    maps' (rows, columns) and ``strides`` their pixels per cell."""
+    ``inputs`` the test branches read for them (``cells`` grown by the halo, shifted to stay within the map,
+    so that windows of one size read inputs of one size); ``sizes`` the maps' (rows, columns) and ``strides``
+    their pixels per cell."""
 
     cells: tuple[Cells, ...]
     inputs: tuple[Cells, ...]
@@ -65,58 +67,144 @@ class BoxWindow:
     def is_whole(self) -> bool:
         return all(c == (0, 0, h, w) for c, (h, w) in zip(self.cells, self.sizes, strict=True))
 
+    @property
+    def shape(self) -> tuple[tuple[int, int], ...]:
+        """(rows, columns) of each layer's inputs, then of each layer's cells: windows of one shape batch."""
+        return tuple((r1 - r0, c1 - c0) for r0, c0, r1, c1 in self.inputs + self.cells)
+
+    def starts(self) -> np.ndarray:
+        """(3, layers, 2) int64 (row, column) starts, per layer: of the inputs in the map, of the cells within
+        the inputs, and of the cells in the map."""
+        inputs = np.array([c[:2] for c in self.inputs], dtype=np.int64)
+        cells = np.array([c[:2] for c in self.cells], dtype=np.int64)
+        return np.stack([inputs, cells - inputs, cells])
+
+    def limits(self) -> tuple[float, float, float, float]:
+        """(x_lo, y_lo, x_hi, y_hi) crop pixels: a box is held when its start (x, y) >= (x_lo, y_lo) and its end
+        (x + max(w, 0), y + max(h, 0)) < (x_hi, y_hi); -inf / inf on a side where the window reaches the map's
+        edge. The module docstring's reads in pixels: ``floor(a / s) >= c0`` is ``a >= c0 s`` and
+        ``floor(b / s) + 2 <= c1`` is ``b < (c1 - 1) s``, the strictest layer deciding."""
+        lo, hi = [-math.inf, -math.inf], [math.inf, math.inf]
+        for (r0, c0, r1, c1), (h, w), stride in zip(self.cells, self.sizes, self.strides, strict=True):
+            for axis, (first, end, n) in enumerate(((c0, c1, w), (r0, r1, h))):
+                if first > 0:
+                    lo[axis] = max(lo[axis], first * stride)
+                if end < n:
+                    hi[axis] = min(hi[axis], (end - 1) * stride)
+        return (lo[0], lo[1], hi[0], hi[1])
+
     def holds(self, boxes: np.ndarray) -> bool:
-        """Whether every box of ``boxes`` (..., 4) xywh crop pixels reads only this window's tables (see the
-        module docstring); False for a NaN box unless the window is the whole map."""
+        """Whether every box of ``boxes`` (..., 4) xywh crop pixels reads only this window's tables (see
+        :meth:`limits`); False for a NaN box unless the window is the whole map."""
         if self.is_whole:
             return True
         boxes = boxes.reshape(-1, 4).astype(np.float64)
         start = boxes[:, :2]
         end = start + np.maximum(boxes[:, 2:], 0.0)  # the pooling's edges: an empty box reads at its start
-        for (r0, c0, r1, c1), (h, w), stride in zip(self.cells, self.sizes, self.strides, strict=True):
-            first, last = np.array([c0, r0]), np.array([c1, r1])
-            low = np.floor(start / stride) >= first
-            high = np.floor(end / stride) + 2 <= last
-            ok = (low | (first == 0)) & (high | (last == np.array([w, h])))
-            # a NaN box fails both comparisons, and a window edge at the map's edge does not save it there
-            if not (ok.all() and np.isfinite(boxes).all()):
-                return False
-        return True
+        limits = self.limits()
+        return bool(((start >= limits[:2]) & (end < limits[2:])).all())  # NaN fails both
 
 
 @dataclass(frozen=True)
 class WindowRule:
     """How to cut a :class:`BoxWindow` for a backend's box layers: ``strides`` (pixels per cell) and ``halos``
-    (:func:`conv_halo` of each layer's test branch) per layer, and ``margin``, the pixels the boxes may move
-    beyond the starting boxes before the backend falls back to the whole map."""
+    (:func:`conv_halo` of each layer's test branch) per layer, ``margin``, the pixels the boxes may move
+    beyond the starting boxes before the backend falls back to the whole map, and ``most``: a window whose
+    inputs take more than this share of the first layer's map saves too little convolution to pay for its
+    bookkeeping (the cuts, and the check of every step's boxes), so the whole maps are taken instead."""
 
     strides: tuple[int, ...]
     halos: tuple[int, ...]
     margin: float = 8.0
+    most: float = 0.75
 
     def __post_init__(self) -> None:
         coarsest = max(self.strides)
         if any(coarsest % s for s in self.strides) or len(self.strides) != len(self.halos):
             raise ValueError(f"WindowRule: strides {self.strides} must divide the largest, one halo each")
 
-    def window(self, boxes: np.ndarray, sizes: Sequence[tuple[int, int]]) -> BoxWindow:
+    def window(
+        self, boxes: np.ndarray, sizes: Sequence[tuple[int, int]], step: int | None = None
+    ) -> BoxWindow:
         """The window for starting boxes ``boxes`` (..., 4) xywh crop pixels on maps of ``sizes`` ((rows,
         columns) per layer): their extent grown by ``margin``, in whole cells of the coarsest layer, plus the
-        two cells on the far side that a box's reads take (module docstring). The whole maps for NaN boxes."""
+        two cells on the far side that a box's reads take (module docstring). The whole maps for NaN boxes.
+
+        ``step`` (pixels, a multiple of the coarsest stride): the window's width and height rounded up to
+        multiples of it, the window moved back inside the maps where that takes it past their end, so that
+        windows of many sequences come in a few sizes (batched convolutions need one size)."""
         boxes = boxes.reshape(-1, 4).astype(np.float64)
         if not np.isfinite(boxes).all():
             return BoxWindow.whole(sizes, self.strides)
         start = boxes[:, :2].min(axis=0) - self.margin
         end = (boxes[:, :2] + np.maximum(boxes[:, 2:], 0.0)).max(axis=0) + self.margin
         unit = max(self.strides)
-        x0, y0 = (max(0, math.floor(v / unit)) * unit for v in start)
-        x1, y1 = ((math.floor(v / unit) + 2) * unit for v in end)
+        first = [max(0, math.floor(v / unit)) * unit for v in start]  # x, y
+        last = [(math.floor(v / unit) + 2) * unit for v in end]
+        extents = {(w * s, h * s) for (h, w), s in zip(sizes, self.strides, strict=True)}
+        if step is not None and len(extents) == 1:
+            if step % unit:
+                raise ValueError(f"WindowRule.window: step {step} is not a multiple of {unit} pixels")
+            for axis, extent in enumerate(next(iter(extents))):
+                length = -(-(last[axis] - first[axis]) // step) * step
+                if extent % unit == 0 and length < extent:
+                    first[axis] = min(first[axis], extent - length)
+                    last[axis] = first[axis] + length
         cells, inputs = [], []
         for (h, w), stride, halo in zip(sizes, self.strides, self.halos, strict=True):
-            c0, r0 = min(x0 // stride, w), min(y0 // stride, h)
-            c1, r1 = max(min(x1 // stride, w), c0), max(min(y1 // stride, h), r0)
+            c0, r0 = min(first[0] // stride, w), min(first[1] // stride, h)
+            c1, r1 = max(min(last[0] // stride, w), c0), max(min(last[1] // stride, h), r0)
             if c1 == c0 or r1 == r0:  # boxes off the map: the whole map, which holds them as it always did
                 return BoxWindow.whole(sizes, self.strides)
             cells.append((r0, c0, r1, c1))
-            inputs.append((max(0, r0 - halo), max(0, c0 - halo), min(h, r1 + halo), min(w, c1 + halo)))
+            rows, cols = min(r1 - r0 + 2 * halo, h), min(c1 - c0 + 2 * halo, w)
+            i0, j0 = min(max(0, r0 - halo), h - rows), min(max(0, c0 - halo), w - cols)
+            inputs.append((i0, j0, i0 + rows, j0 + cols))
+        (h, w), (r0, c0, r1, c1) = sizes[0], inputs[0]
+        if (r1 - r0) * (c1 - c0) > self.most * h * w:
+            return BoxWindow.whole(sizes, self.strides)
         return BoxWindow(tuple(cells), tuple(inputs), tuple(tuple(s) for s in sizes), self.strides)  # type: ignore[arg-type]
+
+
+def _flat_cells(starts: Tensor, size: tuple[int, int], width: int) -> Tensor:
+    """(n, h w) flat indices into maps of ``width`` columns of the (h, w) cells from each (row, column) start
+    of ``starts`` (n, 2)."""
+    rows = starts[:, :1] + torch.arange(size[0], device=starts.device)
+    cols = starts[:, 1:] + torch.arange(size[1], device=starts.device)
+    return (rows[:, :, None] * width + cols[:, None, :]).flatten(1)
+
+
+def cut_cells(maps: Tensor, starts: Tensor, size: tuple[int, int]) -> Tensor:
+    """(n, C, h, w): from each map of ``maps`` (n, C, H, W) the (h, w) cells from its (row, column) start in
+    ``starts`` (n, 2) int64 (one gather for all)."""
+    n, channels, _, width = maps.shape
+    index = _flat_cells(starts, size, width)[:, None, :].expand(n, channels, -1)
+    return maps.flatten(2).gather(2, index).view(n, channels, *size)
+
+
+def paste_cells(maps: Tensor, rows: Tensor, values: Tensor, starts: Tensor) -> None:
+    """Write ``values`` (n, C, h, w) into maps ``rows`` (n,) int64 of ``maps`` (B, C, H, W) in place, each at
+    its (row, column) start in ``starts`` (n, 2) int64."""
+    n, channels, h, w = values.shape
+    index = _flat_cells(starts, (h, w), maps.shape[-1])[:, None, :].expand(n, channels, -1)
+    flat = maps.view(*maps.shape[:2], -1)
+    flat[rows[:, None, None], torch.arange(channels, device=maps.device)[None, :, None], index] = (
+        values.flatten(2)
+    )
+
+
+def check_held(
+    score_grad: Callable[[Tensor], tuple[Tensor, Tensor]], limits: Tensor, held: Tensor
+) -> Callable[[Tensor], tuple[Tensor, Tensor]]:
+    """``score_grad`` of (B, S, 4) xywh boxes that also clears ``held`` (B,) bool, in place and on the boxes'
+    device (no host synchronisation), for every image with a box outside its window's ``limits`` (B, 4)
+    (:meth:`BoxWindow.limits`; a NaN box is outside)."""
+
+    def run(boxes: Tensor) -> tuple[Tensor, Tensor]:
+        start = boxes[..., :2]
+        end = start + boxes[..., 2:].clamp(min=0)
+        inside = (start >= limits[:, None, :2]) & (end < limits[:, None, 2:])
+        held.logical_and_(inside.flatten(1).all(dim=1))
+        return score_grad(boxes)
+
+    return run
