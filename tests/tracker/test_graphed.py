@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from pytracking.tracker.dimp import random_network
+from pytracking.tracker.dimp.box_window import check_held
 from pytracking.tracker.dimp.graphed import GraphedAscent, graphed_ascent, padded_size
 from pytracking.tracker.dimp.refine import AscentOptions, ascend, score_and_grad
 from pytracking.tracker.dimp.stages import TorchStages
@@ -31,6 +32,12 @@ def test_one_graphed_ascent_per_box_head_outside_its_state():
     assert set(a.state_dict()) == keys
 
 
+def unlimited(n: int) -> torch.Tensor:
+    """(n, 4) window limits that hold every box."""
+    inf = float("inf")
+    return torch.tensor([[-inf, -inf, inf, inf]], device="cuda").repeat(n, 1)
+
+
 def features_and_boxes(loaded, n: int, seed: int):
     """Modulated test features of ``n`` random crops and (n, 10, 4) xywh candidates inside them."""
     gen = torch.Generator().manual_seed(seed)
@@ -41,7 +48,8 @@ def features_and_boxes(loaded, n: int, seed: int):
     first = {k: v[:1] for k, v in feats.items()}
     modulation = stages.modulation(first, torch.tensor([[20.0, 18.0, 24.0, 28.0]], device=device))
     modulation = tuple(m.expand(n, -1) for m in modulation)
-    modulated = stages.box_features(feats, modulation)
+    head = loaded.net.box_head
+    modulated = head.modulate(modulation, head.get_test_features([feats["layer2"], feats["layer3"]]))
     centre = 32 + 8 * (torch.rand(n, 10, 2, generator=gen) - 0.5)
     size = 16 + 12 * torch.rand(n, 10, 2, generator=gen)
     return modulated, torch.cat([centre - size / 2, size], dim=-1).to(device)
@@ -59,11 +67,11 @@ def test_the_replayed_ascent_gives_the_eager_boxes_and_scores():
     kept = None
     for n, seed in ((3, 0), (4, 1), (1, 2), (3, 3)):
         modulated, boxes = features_and_boxes(loaded, n, seed)
-        out_boxes, out_scores = graphed(modulated, boxes, options)
+        out_boxes, out_scores, held = graphed(modulated, boxes, unlimited(n), options)
         want_boxes, want_scores = ascend(
             score_and_grad(lambda b, m=modulated: head.score_modulated(m, b)), boxes, **options._asdict()
         )
-        assert out_boxes.shape == (n, 10, 4) and out_scores.shape == (n, 10)
+        assert out_boxes.shape == (n, 10, 4) and out_scores.shape == (n, 10) and bool(held.all())
         assert float((out_boxes - boxes).abs().max()) > 1e-2  # the ascent moved the boxes
         torch.testing.assert_close(out_boxes, want_boxes, rtol=0, atol=1e-4)
         scale = float(want_scores.abs().max())
@@ -79,7 +87,26 @@ def test_algorithm_s1_is_not_graphed():
     loaded = random_network("nce_plus_tiny", device="cuda", crop_size=64)
     modulated, boxes = features_and_boxes(loaded, 2, 0)
     with pytest.raises(ValueError, match="only the plain ascent"):
-        GraphedAscent(loaded.net.box_head)(modulated, boxes, AscentOptions(mode="s1"))
+        GraphedAscent(loaded.net.box_head)(modulated, boxes, unlimited(2), AscentOptions(mode="s1"))
+
+
+@cuda
+@torch.no_grad()
+def test_the_replayed_ascent_says_which_images_boxes_left_their_limits():
+    """The same limits checked by the eager ascent (:func:`check_held`) and the replayed one: the image whose
+    limits its boxes cross at some step is the one not held, in both."""
+    loaded = random_network("nce_plus_tiny", device="cuda", crop_size=64)
+    head = loaded.net.box_head
+    modulated, boxes = features_and_boxes(loaded, 3, 5)
+    options = AscentOptions(space="relative", mode="plain", num_iters=10, step_length=(2e-3, 4e-3))
+    limits = unlimited(3)
+    limits[1, 0] = float(boxes[1, :, 0].min()) + 1e-3  # image 1's leftmost box starts left of it
+    limits[2, 2] = 1e4  # image 2: far limits, held
+    _, _, held = GraphedAscent(head)(modulated, boxes, limits, options)
+    eager = torch.ones(3, dtype=torch.bool, device="cuda")
+    score = score_and_grad(lambda b: head.score_modulated(modulated, b))
+    ascend(check_held(score, limits, eager), boxes, **options._asdict())
+    assert held.tolist() == eager.tolist() == [True, False, True]
 
 
 @cuda

@@ -303,3 +303,37 @@ def test_the_networks_run_with_the_convolution_precision_of_the_parameters(tf32)
         hook.remove()
     assert len(seen) == 2 and set(seen) == {tf32}
     assert torch.backends.cudnn.allow_tf32 == before
+
+
+@pytest.mark.parametrize("step", [None, 0.3])
+def test_box_windows_of_larger_crops_give_each_sequence_its_boxes_tracked_alone(monkeypatch, step):
+    """256-pixel crops, where each image's box features are computed on a window of the maps (in lockstep of
+    the batch's few window sizes, alone of its own size); with a large refinement step some images' boxes
+    leave their windows and are refined again on the whole maps."""
+    from pytracking.tracker.dimp.stages import TorchStages
+
+    loaded = random_network("nce_plus_tiny", crop_size=256)
+    refine = {} if step is None else {"refine_step": step}
+    params = DiMPParams(train_setting="nce_plus_tiny", **OPENED, **refine)
+    windows = {"cut": 0, "again": 0}
+    modulated, ascend = TorchStages.modulated, TorchStages._ascend
+
+    def counted_modulated(self, inputs, boxes):
+        features, limits = modulated(self, inputs, boxes)
+        if limits is not None:
+            windows["cut"] += int(torch.isfinite(limits).any(dim=1).sum())
+        return features, limits
+
+    def counted_ascend(self, features, boxes, limits, options):
+        refined, scores, held = ascend(self, features, boxes, limits, options)
+        if held is not None:
+            windows["again"] += int((~held).sum())
+        return refined, scores, held
+
+    monkeypatch.setattr(TorchStages, "modulated", counted_modulated)
+    monkeypatch.setattr(TorchStages, "_ascend", counted_ascend)
+    videos = lockstep_videos()
+    batched = in_lockstep(loaded, params, videos)
+    against_alone(loaded, params, videos, batched)
+    assert windows["cut"] > 10  # of the 40 refinements (20 in lockstep, 20 alone), the rest on whole maps
+    assert (windows["again"] > 0) == (step is not None)

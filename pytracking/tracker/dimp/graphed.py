@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from pytracking.tracker.dimp.box_window import check_held
 from pytracking.tracker.dimp.frames import pad_rows
 from pytracking.tracker.dimp.refine import AscentOptions, ascend, score_and_grad
 
@@ -52,13 +53,17 @@ class _Captured:
     t2: Tensor
     t3: Tensor
     boxes: Tensor
+    limits: Tensor
     out_boxes: Tensor
     out_scores: Tensor
+    out_held: Tensor
 
 
 class GraphedAscent:
-    """``(modulated (t2, t3), boxes (B, S, 4) xywh, options) -> (boxes (B, S, 4), scores (B, S))``: what
-    :func:`~.refine.ascend` returns for box head ``head``'s dense score, from a replayed CUDA graph.
+    """``(modulated (t2, t3), boxes (B, S, 4) xywh, limits (B, 4), options) -> (boxes (B, S, 4), scores (B, S),
+    held (B,))``: what :func:`~.refine.ascend` returns for box head ``head``'s dense score, from a replayed CUDA
+    graph, and whether each image's boxes stayed within its window's ``limits`` at every step
+    (:func:`~.box_window.check_held`).
 
     Graphs are captured on first use of each (padded batch, candidates, feature shapes, dtype, device,
     options) and kept for the object's life; the returned tensors are copies, valid after the next call.
@@ -71,7 +76,9 @@ class GraphedAscent:
     def _score(self, modulated: Pair) -> Callable[[Tensor], Tensor]:
         return lambda boxes: self.head.score_modulated(modulated, boxes, dense=True)
 
-    def __call__(self, modulated: Pair, boxes: Tensor, options: AscentOptions) -> tuple[Tensor, Tensor]:
+    def __call__(
+        self, modulated: Pair, boxes: Tensor, limits: Tensor, options: AscentOptions
+    ) -> tuple[Tensor, Tensor, Tensor]:
         if options.mode != "plain":
             raise ValueError(f"only the plain ascent is graphed, got mode {options.mode!r}")
         t2, t3 = modulated
@@ -79,22 +86,31 @@ class GraphedAscent:
         size = padded_size(n)
         key = (size, boxes.shape[1], tuple(t2.shape[1:]), tuple(t3.shape[1:]), t2.dtype, t2.device, options)
         captured = self._graphs.get(key)
-        inputs = (pad_rows(t2, size), pad_rows(t3, size), pad_rows(boxes.to(t2.dtype), size))
+        inputs = (
+            pad_rows(t2, size),
+            pad_rows(t3, size),
+            pad_rows(boxes.to(t2.dtype), size),
+            pad_rows(limits.to(t2.dtype), size),
+        )
         if captured is None:
             captured = self._capture(inputs, options)
             self._graphs[key] = captured
         else:
-            for static, value in zip((captured.t2, captured.t3, captured.boxes), inputs, strict=True):
+            statics = (captured.t2, captured.t3, captured.boxes, captured.limits)
+            for static, value in zip(statics, inputs, strict=True):
                 static.copy_(value)
         with torch.cuda.device(t2.device):
             captured.graph.replay()
-        return captured.out_boxes[:n].clone(), captured.out_scores[:n].clone()
+        return captured.out_boxes[:n].clone(), captured.out_scores[:n].clone(), captured.out_held[:n].clone()
 
-    def _capture(self, inputs: tuple[Tensor, Tensor, Tensor], options: AscentOptions) -> _Captured:
-        t2, t3, boxes = (t.clone() for t in inputs)
+    def _capture(self, inputs: tuple[Tensor, Tensor, Tensor, Tensor], options: AscentOptions) -> _Captured:
+        t2, t3, boxes, limits = (t.clone() for t in inputs)
 
-        def run() -> tuple[Tensor, Tensor]:
-            return ascend(score_and_grad(self._score((t2, t3))), boxes, **options._asdict())
+        def run() -> tuple[Tensor, Tensor, Tensor]:
+            held = torch.ones(boxes.shape[0], dtype=torch.bool, device=boxes.device)
+            score_grad = check_held(score_and_grad(self._score((t2, t3))), limits, held)
+            refined, scores = ascend(score_grad, boxes, **options._asdict())
+            return refined, scores, held
 
         with torch.cuda.device(t2.device):  # the capture runs on the current device's streams
             side = torch.cuda.Stream()
@@ -106,8 +122,8 @@ class GraphedAscent:
             graph = torch.cuda.CUDAGraph()
             # other threads may use CUDA meanwhile (frame readers pinning memory): only this one is restricted
             with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                out_boxes, out_scores = run()
-        return _Captured(graph, t2, t3, boxes, out_boxes, out_scores)
+                out_boxes, out_scores, out_held = run()
+        return _Captured(graph, t2, t3, boxes, limits, out_boxes, out_scores, out_held)
 
 
 _ATTRIBUTE = "_tracker_graphed_ascent"

@@ -13,15 +13,20 @@ batch of B sequences' crops when the stages are ``batched`` (:mod:`.lockstep`); 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 from typing import Protocol
 
+import numpy as np
+import torch
 from torch import Tensor
 
 from ltr.ebm.predict import value_and_grad
 from ltr.models.tracking import BOX_LAYERS, DiMPNet
+from pytracking.tracker.dimp.box_window import WindowRule, check_held, conv_halo, cut_cells, paste_cells
 from pytracking.tracker.dimp.compiled import compiled_box_score, compiled_stage
+from pytracking.tracker.dimp.frames import upload
 from pytracking.tracker.dimp.graphed import graphed_ascent
 from pytracking.tracker.dimp.params import DiMPParams, Geometry
 from pytracking.tracker.dimp.refine import AscentOptions, ascend
@@ -87,9 +92,20 @@ class NetworkStages(Protocol):
         ...
 
 
+#: pixels to which the box windows' sides are rounded up, for one image and for a batch: the sizes a batch's
+#: windows come in are batched one by one, and every new size costs the convolutions a set-up
+WINDOW_STEPS = (32, 64)
+
+
 class TorchStages:
     """The network's own modules, eager (the per-frame backbone, feature head and box score compiled if
-    asked; with ``cuda_graph`` on a CUDA device, the plain ascent replayed as one CUDA graph)."""
+    asked; with ``cuda_graph`` on a CUDA device, the plain ascent replayed as one CUDA graph).
+
+    The box head's test features are computed on the window of the maps that each image's refinement reads
+    (:mod:`.box_window`): its starting boxes' extent with a margin, the test branches' halo included. An image
+    whose boxes leave the window during the ascent is refined again on the whole maps, so the boxes are the
+    whole maps' up to float rounding.
+    """
 
     batched = True
 
@@ -104,6 +120,10 @@ class TorchStages:
             self.backbone = compiled_stage(net.backbone, "backbone")
             self.clf_features = compiled_stage(net.classifier.feature_head, "classifier feature head")
             self._box_score = compiled_box_score(net.box_head)
+        head = net.box_head
+        self.window_rule = WindowRule(
+            strides=tuple(head.strides), halos=(conv_halo(head.test_conv2), conv_halo(head.test_conv3))
+        )
 
     def init_backbone(self, images: Tensor) -> dict[str, Tensor]:
         return self.net.backbone(images)
@@ -114,23 +134,96 @@ class TorchStages:
     def classify(self, filters: Tensor, clf: Tensor) -> Tensor:
         return self.net.classifier.classify(filters, clf[None])[0]
 
-    def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> Pair:
+    def box_features(self, feats: dict[str, Tensor], modulation: Pair) -> tuple[Tensor, ...]:
+        """The box test features' inputs (layer2, layer3, mod2, mod3), which :meth:`box_score_grad` and
+        :meth:`ascend` take: they compute the features on the window of the maps that their boxes read."""
+        return (feats[BOX_LAYERS[0]], feats[BOX_LAYERS[1]], *modulation)
+
+    def modulated(self, inputs: tuple[Tensor, ...], boxes: Tensor) -> tuple[Pair, Tensor | None]:
+        """The modulated test features of :meth:`box_features`' ``inputs`` at the maps' size ((B, M2, H2, W2),
+        (B, M3, H3, W3)), computed on each image's window for its boxes (B, S, 4) xywh and zero elsewhere, and
+        the windows' limits (B, 4) (:meth:`.box_window.BoxWindow.limits`); None when every window is the
+        whole maps."""
+        layer2, layer3, mod2, mod3 = inputs
         head = self.net.box_head
-        return head.modulate(modulation, head.get_test_features([feats[n] for n in BOX_LAYERS]))
+        n = layer2.shape[0]
+        sizes = [(layer2.shape[-2], layer2.shape[-1]), (layer3.shape[-2], layer3.shape[-1])]
+        host = boxes.detach().to("cpu", torch.float64).numpy()  # the windows' sizes are host numbers
+        step = WINDOW_STEPS[n > 1]
+        windows = [self.window_rule.window(b, sizes, step) for b in host]
+        if all(w.is_whole for w in windows):
+            return self._whole_features(inputs), None
+        limits = upload(np.array([w.limits() for w in windows]), boxes.device, boxes.dtype)
+        out = [
+            layer.new_zeros(n, m.shape[1], *size)
+            for layer, m, size in zip((layer2, layer3), (mod2, mod3), sizes)
+        ]
+        groups: dict[tuple, list[int]] = {}  # images whose windows have one shape, batched together
+        for i, window in enumerate(windows):
+            groups.setdefault(window.shape, []).append(i)
+        for shape, members in groups.items():
+            rows = upload(members, layer2.device, torch.int64)
+            starts = upload(np.stack([windows[i].starts() for i in members]), layer2.device)  # (n, 3, 2, 2)
+            cut = [
+                cut_cells(layer.index_select(0, rows), starts[:, 0, k], shape[k])
+                for k, layer in enumerate((layer2, layer3))
+            ]
+            test = head.get_test_features(cut)
+            trusted = [cut_cells(t, starts[:, 1, k], shape[2 + k]) for k, t in enumerate(test)]
+            modulated = head.modulate((mod2.index_select(0, rows), mod3.index_select(0, rows)), trusted)
+            for k, values in enumerate(modulated):
+                paste_cells(out[k], rows, values, starts[:, 2, k])
+        return (out[0], out[1]), limits
+
+    def _whole_features(self, inputs: tuple[Tensor, ...]) -> Pair:
+        layer2, layer3, mod2, mod3 = inputs
+        head = self.net.box_head
+        return head.modulate((mod2, mod3), head.get_test_features([layer2, layer3]))
 
     def box_score(self, modulated: Pair, boxes: Tensor) -> Tensor:
-        """f (B, S) of (B, S, 4) xywh boxes (differentiable)."""
+        """f (B, S) of (B, S, 4) xywh boxes on modulated test features (differentiable)."""
         if self._box_score is not None:
             return self._box_score(*modulated, boxes)
         return self.net.box_head.score_modulated(modulated, boxes)
 
-    def box_score_grad(self, modulated: Pair, boxes: Tensor) -> tuple[Tensor, Tensor]:
+    def box_score_grad(self, inputs: tuple[Tensor, ...], boxes: Tensor) -> tuple[Tensor, Tensor]:
+        modulated, _ = self.modulated(inputs, boxes)
+        return self._score_grad(modulated, boxes)
+
+    def _score_grad(self, modulated: Pair, boxes: Tensor) -> tuple[Tensor, Tensor]:
         return value_and_grad(lambda b: self.box_score(modulated, b), boxes)
 
-    def ascend(self, modulated: Pair, boxes: Tensor, options: AscentOptions) -> tuple[Tensor, Tensor]:
+    def ascend(
+        self, inputs: tuple[Tensor, ...], boxes: Tensor, options: AscentOptions
+    ) -> tuple[Tensor, Tensor]:
+        modulated, limits = self.modulated(inputs, boxes)
+        refined, scores, held = self._ascend(modulated, boxes, limits, options)
+        if held is not None and not bool(
+            held.all()
+        ):  # boxes left their window: those images on the whole maps
+            again = (~held).nonzero().flatten()
+            whole = self._whole_features(tuple(t.index_select(0, again) for t in inputs))
+            redone, rescored, _ = self._ascend(whole, boxes.index_select(0, again), None, options)
+            refined, scores = refined.index_copy(0, again, redone), scores.index_copy(0, again, rescored)
+        return refined, scores
+
+    def _ascend(
+        self, modulated: Pair, boxes: Tensor, limits: Tensor | None, options: AscentOptions
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Refined boxes, scores and whether each image's boxes stayed within its window's ``limits`` (B,)
+        bool (None without limits: the whole maps)."""
         if self._graphed is not None and options.mode == "plain":
-            return self._graphed(modulated, boxes, options)
-        return ascend(partial(self.box_score_grad, modulated), boxes, **options._asdict())
+            if limits is None:  # made on the device: a copy from the host would wait for its queue
+                unlimited = boxes.new_full((boxes.shape[0], 4), math.inf)
+                unlimited[:, :2] = -math.inf
+                return (*self._graphed(modulated, boxes, unlimited, options)[:2], None)
+            return self._graphed(modulated, boxes, limits, options)
+        if limits is None:
+            return (*ascend(partial(self._score_grad, modulated), boxes, **options._asdict()), None)
+        held = torch.ones(boxes.shape[0], dtype=torch.bool, device=boxes.device)
+        score_grad = check_held(partial(self._score_grad, modulated), limits, held)
+        refined, scores = ascend(score_grad, boxes, **options._asdict())
+        return refined, scores, held
 
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
         return self.net.box_head.get_modulation([feats[n] for n in BOX_LAYERS], box)
