@@ -198,9 +198,8 @@ class TorchStages:
     ) -> tuple[Tensor, Tensor]:
         modulated, limits = self.modulated(inputs, boxes)
         refined, scores, held = self._ascend(modulated, boxes, limits, options)
-        if held is not None and not bool(
-            held.all()
-        ):  # boxes left their window: those images on the whole maps
+        # one synchronisation: the images whose boxes left their windows are refined again on the whole maps
+        if held is not None and not bool(held.all()):
             again = (~held).nonzero().flatten()
             whole = self._whole_features(tuple(t.index_select(0, again) for t in inputs))
             redone, rescored, _ = self._ascend(whole, boxes.index_select(0, again), None, options)
