@@ -1,20 +1,27 @@
 """The part of a crop's box-head feature maps that the refinement reads, so that a backend computes the box head's
 test features there only (a tracker's boxes cover about a tenth of its crop).
 
-The refinement pools its boxes from the maps' summed-area tables (:mod:`ltr.ops.prroi_integral`): a box whose
-edges are ``a <= b`` on a layer's grid (pixels times ``1 / stride``) reads the table entries ``floor(a)`` to
-``floor(b) + 2`` and nothing else. The test features at a cell depend on the backbone features within ``halo``
-cells of it (the test branches' 3 x 3 convolutions, :func:`conv_halo`). So a box's score and gradient are the
-same from a window's table as from the whole map's, up to float rounding, when
+A box whose edges are ``a <= b`` on a layer's grid (pixels times ``1 / stride``) reads, when pooled from the
+maps' summed-area tables (:mod:`ltr.ops.prroi_integral`, the ONNX Runtime backend), the table entries
+``floor(a)`` to ``floor(b) + 2`` and nothing else; pooled directly (:mod:`ltr.ops.prroi_pool`, the PyTorch
+stages), the cells ``j`` with ``a - 1 < j < b + 1``, which lie within the same entries. The test features at a
+cell depend on the backbone features within ``halo`` cells of it (the test branches' 3 x 3 convolutions,
+:func:`conv_halo`). So a box's score and gradient are the same from a window as from the whole map, up to
+float rounding, when
 
 - the test features are computed on the window grown by the halo and cut back to the window afterwards, and
-- on each layer and axis, the box's reads lie inside the window's table: ``floor(a) >= first cell`` unless the
-  window starts at the map's start, ``floor(b) + 2 <= end cell`` unless it ends at the map's end
-  (:meth:`BoxWindow.holds`; a NaN box holds in the whole map only).
+- on each layer and axis, the box's reads lie inside the window: ``floor(a) >= first cell`` unless the window
+  starts at the map's start, ``floor(b) + 2 <= end cell`` unless it ends at the map's end
+  (:meth:`BoxWindow.limits` in pixels, :meth:`BoxWindow.holds`; a NaN box holds in the whole map only).
+
+The window's features (or tables) are then placed at their place in maps (tables) of the whole size with
+zeros elsewhere, which the boxes do not read, so the box score keeps its shapes.
 
 :meth:`WindowRule.window` chooses the window around the refinement's starting boxes, ``margin`` pixels wider for
-the steps' moves, in whole cells of the coarsest layer so that every layer's window starts at the same pixel.
-A backend checks every step's boxes and takes the whole map when they leave the window.
+the steps' moves, in whole cells of the coarsest layer so that every layer's window starts at the same pixel,
+optionally rounded to a few sizes so that many images' windows batch (:func:`cut_cells`, :func:`paste_cells`).
+A backend checks every step's boxes (:meth:`BoxWindow.holds` on the host, :func:`check_held` on the device)
+and takes the whole maps for an image whose boxes leave its window.
 """
 
 from __future__ import annotations
