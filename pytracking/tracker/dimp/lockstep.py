@@ -169,7 +169,7 @@ def _localise_and_refine(step: _Step, timer: StageTimer) -> None:
         draws = torch.stack([trackers[i].candidate_draws() for i in todo])
         start = candidate_boxes(current, p.num_random_boxes, p.box_jitter_pos, p.box_jitter_size, draws)
         options = AscentOptions(p.refine_space, p.refine_mode, p.refine_iters, p.refine_step, p.refine_decay)
-        step.ascent = stages.ascend(modulated, upload(start, device), options)
+        step.ascent = stages.ascend(modulated, start, options)  # host boxes: the stages upload them
 
 
 def _finish(step: _Step, timer: StageTimer) -> list[np.ndarray]:

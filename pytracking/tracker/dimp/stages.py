@@ -75,7 +75,8 @@ class NetworkStages(Protocol):
         self, modulated: tuple[Tensor, ...], boxes: Tensor, options: AscentOptions
     ) -> tuple[Tensor, Tensor]:
         """The refinement's ascent (:func:`~.refine.ascend` of :meth:`box_score_grad`) of (B, S, 4) xywh candidates
-        on B crops' :meth:`box_features`: refined boxes (B, S, 4) and scores (B, S)."""
+        (on the host or the network's device) on B crops' :meth:`box_features`: refined boxes (B, S, 4) and
+        scores (B, S), on the network's device."""
         ...
 
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
@@ -141,19 +142,20 @@ class TorchStages:
 
     def modulated(self, inputs: tuple[Tensor, ...], boxes: Tensor) -> tuple[Pair, Tensor | None]:
         """The modulated test features of :meth:`box_features`' ``inputs`` at the maps' size ((B, M2, H2, W2),
-        (B, M3, H3, W3)), computed on each image's window for its boxes (B, S, 4) xywh and zero elsewhere, and
+        (B, M3, H3, W3)), computed on each image's window for its boxes (B, S, 4) xywh (best on the host: the
+        windows' sizes are host numbers) and zero elsewhere, and
         the windows' limits (B, 4) (:meth:`.box_window.BoxWindow.limits`); None when every window is the
         whole maps."""
         layer2, layer3, mod2, mod3 = inputs
         head = self.net.box_head
         n = layer2.shape[0]
         sizes = [(layer2.shape[-2], layer2.shape[-1]), (layer3.shape[-2], layer3.shape[-1])]
-        host = boxes.detach().to("cpu", torch.float64).numpy()  # the windows' sizes are host numbers
+        host = boxes.detach().to("cpu", torch.float64).numpy()  # from a device: a synchronisation
         step = WINDOW_STEPS[n > 1]
         windows = [self.window_rule.window(b, sizes, step) for b in host]
         if all(w.is_whole for w in windows):
             return self._whole_features(inputs), None
-        limits = upload(np.array([w.limits() for w in windows]), boxes.device, boxes.dtype)
+        limits = upload(np.array([w.limits() for w in windows]), layer2.device, boxes.dtype)
         out = [
             layer.new_zeros(n, m.shape[1], *size)
             for layer, m, size in zip((layer2, layer3), (mod2, mod3), sizes)
@@ -188,7 +190,7 @@ class TorchStages:
 
     def box_score_grad(self, inputs: tuple[Tensor, ...], boxes: Tensor) -> tuple[Tensor, Tensor]:
         modulated, _ = self.modulated(inputs, boxes)
-        return self._score_grad(modulated, boxes)
+        return self._score_grad(modulated, upload(boxes, inputs[0].device))
 
     def _score_grad(self, modulated: Pair, boxes: Tensor) -> tuple[Tensor, Tensor]:
         return value_and_grad(lambda b: self.box_score(modulated, b), boxes)
@@ -197,6 +199,7 @@ class TorchStages:
         self, inputs: tuple[Tensor, ...], boxes: Tensor, options: AscentOptions
     ) -> tuple[Tensor, Tensor]:
         modulated, limits = self.modulated(inputs, boxes)
+        boxes = upload(boxes, inputs[0].device)
         refined, scores, held = self._ascend(modulated, boxes, limits, options)
         # one synchronisation: the images whose boxes left their windows are refined again on the whole maps
         if held is not None and not bool(held.all()):
