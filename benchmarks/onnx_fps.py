@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, times in models.items():
         windows = times.windows
         print(
-            f"{name}: {windows['frames']} refinements on a window of the box maps, {windows['whole']} of them "
+            f"{name}: {windows['refinements']} refinements on a window of the box maps, {windows['whole']} of them "
             "fell back to the whole maps"
         )
 

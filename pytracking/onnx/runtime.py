@@ -113,8 +113,7 @@ def make_session(path: str | os.PathLike, threads: int | None = None) -> Any:
     options.intra_op_num_threads = threads or torch.get_num_threads()
     options.inter_op_num_threads = 1
     # idle pool threads sleep instead of spinning: spinning ones take the cores from torch's threads and from
-    # the other sessions between the tracker's many short calls (int8 SuperDiMP at 2 threads on 2 cores: 4.5-4.8
-    # frames/s spinning, 15.7 not; docs/results/2026-11-26-onnx.md)
+    # the other sessions between the tracker's many short calls (measured in docs/results/2026-11-26-onnx.md)
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3  # errors only: no constant-folding notes on every session
     return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
@@ -149,8 +148,8 @@ class OrtStages:
         self.window_rule = manifest.window_rule()
         self._box_inputs = [arg.name for arg in self.sessions["box_features"].get_inputs()]
         self._table_inputs = [arg.name for arg in self.sessions["box_tables"].get_inputs()]
-        #: refinements run (``frames``) and those whose boxes left their window (``whole``)
-        self.windows = {"frames": 0, "whole": 0}
+        #: box windows cut (one per refinement) and the refinements whose boxes left theirs for the whole maps
+        self.windows = {"refinements": 0, "whole": 0}
 
     @classmethod
     def open(
@@ -225,7 +224,7 @@ class OrtStages:
         sizes = [a.shape[-2:] for a in arrays[:2]]
         window = self.window_rule.window(_numpy(boxes), sizes)
         feeds = dict(zip(names[:-1], self._tables(arrays, window), strict=True))
-        self.windows["frames"] += 1
+        self.windows["refinements"] += 1
 
         def run(boxes: Tensor) -> tuple[Tensor, Tensor]:
             nonlocal window, feeds

@@ -77,7 +77,10 @@ def test_boxes_inside_the_window_score_as_on_the_whole_maps(stages, inputs):
     torch.testing.assert_close(scores, want_scores, **TOL)
     torch.testing.assert_close(grad, want_grad, **TOL)
     assert grad.abs().max() > 1e-3  # the comparison is not of zeros
-    assert stages.windows["frames"] == before["frames"] + 1 and stages.windows["whole"] == before["whole"]
+    assert (
+        stages.windows["refinements"] == before["refinements"] + 1
+        and stages.windows["whole"] == before["whole"]
+    )
 
 
 def test_an_ascent_that_leaves_the_window_falls_back_to_the_whole_maps(stages, inputs):
