@@ -184,3 +184,14 @@ def test_torch_stages_score_boxes_on_windows_as_on_the_whole_maps():
     torch.testing.assert_close(scores, want_scores, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(grad, want_grad, rtol=1e-4, atol=1e-5)
     assert grad.abs().max() > 1e-3
+
+
+def test_a_window_over_three_quarters_of_the_first_map_is_the_whole_maps():
+    """A 250-pixel box in a 352-pixel crop: its window's inputs would take over 3/4 of layer2's 44 x 44 map, not
+    worth the cuts and checks, so the whole maps; with the bound raised, the window itself."""
+    box = np.array([[50.0, 50.0, 250.0, 250.0]])
+    sizes = [(44, 44), (22, 22)]
+    assert WindowRule(strides=(8, 16), halos=(2, 2)).window(box, sizes).is_whole
+    window = WindowRule(strides=(8, 16), halos=(2, 2), most=0.95).window(box, sizes)
+    r0, c0, r1, c1 = window.inputs[0]
+    assert not window.is_whole and 0.75 < (r1 - r0) * (c1 - c0) / (44 * 44) <= 0.95
