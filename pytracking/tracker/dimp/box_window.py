@@ -1,5 +1,6 @@
 """The part of a crop's box-head feature maps that the refinement reads, so that a backend computes the box head's
-test features there only (a tracker's boxes cover about a tenth of its crop).
+test features there only (the boxes are the target and its candidates, in a crop several times the target's
+size).
 
 A box whose edges are ``a <= b`` on a layer's grid (pixels times ``1 / stride``) reads, when pooled from the
 maps' summed-area tables (:mod:`ltr.ops.prroi_integral`, the ONNX Runtime backend), the table entries
