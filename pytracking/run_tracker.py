@@ -26,6 +26,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ltr.admin.checkpoint import CheckpointError
+from ltr.admin.cpu_memory import reuse_freed_memory
 from ltr.admin.extras import MissingExtra
 from ltr.admin.paths import workspace_dir
 from ltr.dataset.base import DatasetError
@@ -170,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         except (ConnectionError, MissingExtra) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
+    reuse_freed_memory()  # a batch of crops on the CPU: see ltr.admin.cpu_memory
     report = run_dataset(  # raises only with --debug (the first failing sequence's exception)
         spec,
         dataset,

@@ -28,6 +28,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from ltr.admin.cpu_memory import reuse_freed_memory
 from ltr.admin.extras import MissingExtra
 from pytracking.evaluation.host_threads import host_threads
 from pytracking.evaluation.tracker_spec import TRACKERS, TrackerSpec, build_tracker, prepare_spec
@@ -190,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         spec, warnings = prepare_spec(spec)
         for warning in warnings:
             print(f"warning: {warning}", file=sys.stderr)
+        reuse_freed_memory()  # the first frame's batch of crops on the CPU: see ltr.admin.cpu_memory
         with host_threads(spec.device):
             run = track_video(spec, args.source, args.init, args.save)
     except (

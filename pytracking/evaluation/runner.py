@@ -3,7 +3,8 @@
 - Results go to ``{results}/{tracker}/{param}[_{runid:03d}]/`` (:mod:`pytracking.evaluation.results`);
   sequences whose box file exists are skipped, so an interrupted run continues where it stopped.
 - ``threads > 1`` runs sequences in that many worker processes (spawned; each loads the network once and uses
-  ``max(1, cpu_count // threads)`` torch threads).
+  ``max(1, cpu_count // threads)`` torch threads, and reuse freed memory when this process does:
+  :mod:`ltr.admin.cpu_memory`).
 - ``batch > 1`` (DiMP) tracks that many sequences in lockstep in this process, their network calls batched
   (:mod:`pytracking.evaluation.lockstep`): the same results up to float rounding, faster on a GPU.
 - A sequence that fails is recorded and the run goes on; :class:`RunReport` lists the failures (the command
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ltr.admin.cpu_memory import reuse_freed_memory, reusing_freed_memory
 from ltr.admin.device import resolve_device
 from ltr.dataset.base import DatasetError, Sequence, SequenceDataset
 from ltr.dataset.registry import BENCHMARKS
@@ -150,7 +152,15 @@ def failure_of(name: str, err: BaseException, text: str | None = None) -> Failur
 _WORKER: dict[str, Any] = {}
 
 
-def _setup(spec: TrackerSpec, dataset: DatasetSpec, folder: Path, torch_threads: int | None) -> None:
+def _setup(
+    spec: TrackerSpec,
+    dataset: DatasetSpec,
+    folder: Path,
+    torch_threads: int | None,
+    reuse_memory: bool = False,
+) -> None:
+    if reuse_memory:  # a worker process reuses freed memory as its parent does
+        reuse_freed_memory()
     if torch_threads is not None:
         torch.set_num_threads(torch_threads)
     _WORKER.clear()
@@ -297,7 +307,7 @@ def _track(
             max_workers=min(threads, len(todo)),
             mp_context=get_context("spawn"),
             initializer=_setup,
-            initargs=(spec, dataset, folder, torch_threads),
+            initargs=(spec, dataset, folder, torch_threads, reusing_freed_memory()),
         ) as pool:
             futures = [pool.submit(_run_one, name) for name in todo]
             for fut in as_completed(futures):

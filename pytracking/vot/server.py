@@ -177,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("error: the TraX server needs the vot extra: pip install 'ebmtrack[vot]'", file=sys.stderr)
         return 2
+    from ltr.admin.cpu_memory import reuse_freed_memory
     from ltr.admin.device import resolve_device
     from pytracking.evaluation.host_threads import host_threads
 
@@ -186,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:  # DeviceError too
         print(f"error: {err}", file=sys.stderr)
         return 2
+    reuse_freed_memory()  # the first frame's batch of crops on the CPU: see ltr.admin.cpu_memory
     with host_threads(device):
         return serve(options)
 

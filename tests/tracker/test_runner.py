@@ -472,3 +472,21 @@ def test_cuda_trackers_run_with_one_host_thread_and_cpu_trackers_keep_theirs():
             assert torch.get_num_threads() == 3
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("parent", [False, True])
+def test_worker_processes_reuse_freed_memory_when_their_parent_does(tree, parent):
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from ltr.admin.cpu_memory import _glibc, reusing_freed_memory
+    from pytracking.evaluation.runner import DatasetSpec, _setup
+    from pytracking.evaluation.tracker_spec import TrackerSpec
+
+    if parent and _glibc() is None:
+        pytest.skip("the setting exists on glibc only")
+    root, ckpt, results = tree
+    spec = TrackerSpec("dimp", "nce_plus_tiny", str(ckpt), "cpu")
+    setup = (spec, DatasetSpec("folder", str(root)), results, 1, parent)
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_setup, initargs=setup) as pool:
+        assert pool.submit(reusing_freed_memory).result(timeout=120) is parent
