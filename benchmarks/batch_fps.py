@@ -55,6 +55,9 @@ steps split into two interleaved groups (``run_dataset(..., groups=2)``), named 
 gives the median ratios, the frames per second of the tracking steps alone (from the time files) and
 what a LaSOT-test-sized run (280 sequences, 685 360 frames) would take at each B: 280 initialisations plus
 the frames at the measured per-frame rate.
+
+Both modes run with freed memory reused, as ``run_tracker.py`` runs (:mod:`ltr.admin.cpu_memory`; what that
+gives on a CPU: ``benchmarks/cpu_memory.py``).
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.tracker_fps import KWDS, OPEN, TINY, make_video, video_box  # noqa: E402
 from eval.result_files import read_result_file  # noqa: E402
+from ltr.admin.cpu_memory import reuse_freed_memory  # noqa: E402
 from ltr.admin.import_pytracking import convert  # noqa: E402
 from ltr.train_settings.dimp import SETTINGS  # noqa: E402
 from pytracking.evaluation.runner import DatasetSpec, run_dataset  # noqa: E402
@@ -421,6 +425,7 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("--batches must include 1 (the baseline)")
     if args.threads:
         torch.set_num_threads(args.threads)
+    reuse_freed_memory()  # as run_tracker.py does (benchmarks/cpu_memory.py measures it)
     if args.mode == "lockstep":
         lockstep_mode(args, width, height)
         return
