@@ -1,12 +1,12 @@
 """Large CPU tensors reused from malloc's heap instead of mapped afresh from the OS on every allocation.
 
 glibc's malloc gives each block above its mmap threshold (which it raises by itself to at most 32 MiB) a new
-mapping from the OS and unmaps it when the block is freed. A batch of crops makes activations of hundreds of
-MiB each, so every forward pass page-faults and zero-fills them again: the cost grows with the batch, and
-batching on the CPU loses what it should gain. :func:`reuse_freed_memory` raises the threshold and stops
-malloc from returning freed memory, so the next forward pass reuses the same pages. The process then keeps
-its peak memory until it exits. The tracking commands call it at their start (and the runner's worker
-processes when their parent did); ``benchmarks/cpu_memory.py`` measures it.
+mapping from the OS and unmaps it when the block is freed. A batch of crops makes activations of tens to
+hundreds of MiB each, so every forward pass page-faults and zero-fills them again: the cost grows with the
+batch, and batching on the CPU loses what it should gain. :func:`reuse_freed_memory` raises the threshold
+and stops malloc from returning freed memory, so the next forward pass reuses the same pages. The process
+then keeps its peak memory until it exits. The tracking commands call it at their start (and the runner's
+worker processes when their parent did); ``benchmarks/cpu_memory.py`` measures it.
 """
 
 from __future__ import annotations
