@@ -50,7 +50,7 @@ from pytracking.onnx.manifest import (
     weights_sha256,
     write_manifest,
 )
-from pytracking.tracker.dimp.box_window import conv_halo
+from pytracking.tracker.dimp.box_window import WindowRule
 from pytracking.tracker.dimp.network import LoadedNet
 from pytracking.tracker.dimp.params import DiMPParams
 
@@ -283,7 +283,7 @@ def export_dimp(
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)  # the manifest marks a finished export
     num_boxes = params.num_random_boxes + 1
-    head = loaded.net.box_head
+    rule = WindowRule.of_head(loaded.net.box_head)
     x = example_inputs(loaded, num_boxes)
     entries: dict[str, ModelEntry] = {}
     specs = _specs(loaded, x)
@@ -313,10 +313,7 @@ def export_dimp(
         precision="float32",
         opset=OPSET,
         versions=_versions(),
-        box_window={
-            "strides": list(head.strides),
-            "halos": [conv_halo(head.test_conv2), conv_halo(head.test_conv3)],
-        },
+        box_window={"strides": list(rule.strides), "halos": list(rule.halos)},
         models=entries,
     )
     write_manifest(out, manifest)

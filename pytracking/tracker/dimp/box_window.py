@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-__all__ = ["BoxWindow", "WindowRule", "check_held", "conv_halo", "cut_cells", "paste_cells"]
+__all__ = ["BoxWindow", "WindowRule", "boxes_within", "check_held", "conv_halo", "cut_cells", "paste_cells"]
 
 Cells = tuple[int, int, int, int]  # (row start, column start, row end, column end), ends exclusive
 
@@ -102,15 +102,12 @@ class BoxWindow:
         return (lo[0], lo[1], hi[0], hi[1])
 
     def holds(self, boxes: np.ndarray) -> bool:
-        """Whether every box of ``boxes`` (..., 4) xywh crop pixels reads only this window's tables (see
-        :meth:`limits`); False for a NaN box unless the window is the whole map."""
+        """Whether every box of ``boxes`` (..., 4) xywh crop pixels reads only this window's tables
+        (:func:`boxes_within` of :meth:`limits`); False for a NaN box unless the window is the whole map."""
         if self.is_whole:
             return True
-        boxes = boxes.reshape(-1, 4).astype(np.float64)
-        start = boxes[:, :2]
-        end = start + np.maximum(boxes[:, 2:], 0.0)  # the pooling's edges: an empty box reads at its start
-        limits = self.limits()
-        return bool(((start >= limits[:2]) & (end < limits[2:])).all())  # NaN fails both
+        image = torch.from_numpy(np.asarray(boxes, dtype=np.float64).reshape(1, -1, 4))
+        return bool(boxes_within(image, torch.tensor([self.limits()], dtype=torch.float64))[0])
 
 
 @dataclass(frozen=True)
@@ -125,6 +122,14 @@ class WindowRule:
     halos: tuple[int, ...]
     margin: float = 8.0
     most: float = 0.75
+
+    @classmethod
+    def of_head(cls, head: nn.Module) -> WindowRule:
+        """The rule for box head ``head``: its layers' ``strides`` and the halos of its test branches
+        (``test_conv2``, ``test_conv3``)."""
+        return cls(
+            strides=tuple(head.strides), halos=(conv_halo(head.test_conv2), conv_halo(head.test_conv3))
+        )
 
     def __post_init__(self) -> None:
         coarsest = max(self.strides)
@@ -201,6 +206,16 @@ def paste_cells(maps: Tensor, rows: Tensor, values: Tensor, starts: Tensor) -> N
     )
 
 
+def boxes_within(boxes: Tensor, limits: Tensor) -> Tensor:
+    """(B,) bool: whether every box of each image's (B, S, 4) xywh crop pixels reads only its window, given the
+    windows' ``limits`` (B, 4) (:meth:`BoxWindow.limits`): start >= (x_lo, y_lo) and start + max(size, 0) <
+    (x_hi, y_hi), the pooling's edges (an empty box reads at its start). False for an image with a NaN box."""
+    start = boxes[..., :2]
+    end = start + boxes[..., 2:].clamp(min=0)
+    inside = (start >= limits[:, None, :2]) & (end < limits[:, None, 2:])  # NaN fails both
+    return inside.flatten(1).all(dim=1)
+
+
 def check_held(
     score_grad: Callable[[Tensor], tuple[Tensor, Tensor]], limits: Tensor, held: Tensor
 ) -> Callable[[Tensor], tuple[Tensor, Tensor]]:
@@ -209,10 +224,7 @@ def check_held(
     (:meth:`BoxWindow.limits`; a NaN box is outside)."""
 
     def run(boxes: Tensor) -> tuple[Tensor, Tensor]:
-        start = boxes[..., :2]
-        end = start + boxes[..., 2:].clamp(min=0)
-        inside = (start >= limits[:, None, :2]) & (end < limits[:, None, 2:])
-        held.logical_and_(inside.flatten(1).all(dim=1))
+        held.logical_and_(boxes_within(boxes, limits))
         return score_grad(boxes)
 
     return run

@@ -24,7 +24,7 @@ from torch import Tensor
 
 from ltr.ebm.predict import value_and_grad
 from ltr.models.tracking import BOX_LAYERS, DiMPNet
-from pytracking.tracker.dimp.box_window import WindowRule, check_held, conv_halo, cut_cells, paste_cells
+from pytracking.tracker.dimp.box_window import WindowRule, check_held, cut_cells, paste_cells
 from pytracking.tracker.dimp.compiled import compiled_box_score, compiled_stage
 from pytracking.tracker.dimp.frames import upload
 from pytracking.tracker.dimp.graphed import graphed_ascent
@@ -121,10 +121,7 @@ class TorchStages:
             self.backbone = compiled_stage(net.backbone, "backbone")
             self.clf_features = compiled_stage(net.classifier.feature_head, "classifier feature head")
             self._box_score = compiled_box_score(net.box_head)
-        head = net.box_head
-        self.window_rule = WindowRule(
-            strides=tuple(head.strides), halos=(conv_halo(head.test_conv2), conv_halo(head.test_conv3))
-        )
+        self.window_rule = WindowRule.of_head(net.box_head)
 
     def init_backbone(self, images: Tensor) -> dict[str, Tensor]:
         return self.net.backbone(images)
