@@ -20,6 +20,8 @@ __all__ = ["reuse_freed_memory", "reusing_freed_memory"]
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _INT_MAX = 2**31 - 1
+#: bytes up to which blocks come from the heap: a batch of crops' largest activations, within mallopt's int
+LARGEST = 2**30
 
 _ON = [False]
 
@@ -37,16 +39,14 @@ def _glibc() -> ctypes.CDLL | None:
     return libc
 
 
-def reuse_freed_memory(largest: int = 2**30) -> bool:
-    """Serve allocations of up to ``largest`` bytes (at most 2**31 - 1) from malloc's heap and keep freed
-    memory in the process for reuse (module docstring). Returns whether the C library took both settings:
-    False off glibc (macOS, Windows, musl), where nothing changes. Process-wide, for the process's lifetime."""
-    if not 0 < largest <= _INT_MAX:
-        raise ValueError(f"reuse_freed_memory: largest must be in 1..{_INT_MAX} bytes, got {largest}")
+def reuse_freed_memory() -> bool:
+    """Serve allocations of up to :data:`LARGEST` bytes from malloc's heap and keep freed memory in the
+    process for reuse (module docstring). Returns whether the C library took both settings: False off glibc
+    (macOS, Windows, musl), where nothing changes. Process-wide, for the process's lifetime."""
     libc = _glibc()
     if libc is None:
         return False
-    taken = libc.mallopt(_M_MMAP_THRESHOLD, ctypes.c_int(largest)) == 1
+    taken = libc.mallopt(_M_MMAP_THRESHOLD, ctypes.c_int(LARGEST)) == 1
     taken = libc.mallopt(_M_TRIM_THRESHOLD, ctypes.c_int(_INT_MAX)) == 1 and taken
     _ON[0] = _ON[0] or taken
     return taken
