@@ -159,22 +159,29 @@ def test_cells_are_cut_and_pasted_at_each_maps_own_place():
     assert int((out != 0).sum()) == 2 * 3 * 15
 
 
-def test_torch_stages_score_boxes_on_windows_as_on_the_whole_maps():
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")),
+    ],
+)
+def test_torch_stages_score_boxes_on_windows_as_on_the_whole_maps(device):
     """Three images of a 256-pixel crop network: two windows of other places and one whole map (a box over
     most of the crop); f and df/dboxes within float32 rounding of the whole maps'."""
-    loaded = random_network("nce_plus_tiny", crop_size=256)
+    loaded = random_network("nce_plus_tiny", device=device, crop_size=256)
     stages = TorchStages(loaded.net)
     head = loaded.net.box_head
     gen = torch.Generator().manual_seed(4)
     with torch.no_grad():
-        feats = stages.backbone(torch.randn(3, 3, 256, 256, generator=gen))
+        feats = stages.backbone(torch.randn(3, 3, 256, 256, generator=gen).to(device))
         modulation = stages.modulation(
-            {k: v[:1] for k, v in feats.items()}, torch.tensor([[60.0, 60.0, 40, 40]])
+            {k: v[:1] for k, v in feats.items()}, torch.tensor([[60.0, 60.0, 40, 40]], device=device)
         )
     modulation = tuple(m.expand(3, -1) for m in modulation)
     inputs = stages.box_features(feats, modulation)
     places = torch.tensor([[20.0, 30.0, 30.0, 34.0], [160.0, 150.0, 36.0, 28.0], [10.0, 10.0, 230.0, 230.0]])
-    boxes = places[:, None] + 4 * (torch.rand(3, 10, 4, generator=gen) - 0.5)
+    boxes = (places[:, None] + 4 * (torch.rand(3, 10, 4, generator=gen) - 0.5)).to(device)
     features, limits = stages.modulated(inputs, boxes)
     assert torch.isfinite(limits[:2]).any(dim=1).all() and torch.isinf(limits[2]).all()
     whole = head.modulate(modulation, head.get_test_features([feats["layer2"], feats["layer3"]]))

@@ -17,6 +17,7 @@ from tests.tracker.helpers import random_frame
 OPENED = {"target_not_found_threshold": -1e9, "distractor_threshold": 1e9, "hard_negative_threshold": 1e9}
 #: frames are smooth images (a textured square over a blurred background), so states and boxes vary
 TOLERANCE = 1e-3  # pixels: float32 rounding of batched convolutions, carried through a few frames
+ON_CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
 def smooth_video(seed: int, frames: int, height: int, width: int) -> tuple[list[np.ndarray], list[float]]:
@@ -267,7 +268,7 @@ def test_groups_must_be_positive():
         track_frames([t], [video[1]], groups=0)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@ON_CUDA
 @pytest.mark.parametrize(("cuda_graph", "groups"), [(False, 1), (True, 1), (True, 2)])
 def test_on_cuda_each_sequence_gets_its_boxes_tracked_alone(cuda_graph, groups):
     """The same on the GPU, where convolutions of other batch sizes take other algorithms: in full float32
@@ -305,14 +306,26 @@ def test_the_networks_run_with_the_convolution_precision_of_the_parameters(tf32)
     assert torch.backends.cudnn.allow_tf32 == before
 
 
-@pytest.mark.parametrize("step", [None, 0.3])
-def test_box_windows_of_larger_crops_give_each_sequence_its_boxes_tracked_alone(monkeypatch, step):
+@pytest.mark.parametrize(
+    ("device", "cuda_graph", "step"),
+    [
+        ("cpu", False, None),
+        ("cpu", False, 0.3),
+        pytest.param("cuda", False, 0.3, marks=ON_CUDA),
+        pytest.param("cuda", True, None, marks=ON_CUDA),
+        pytest.param("cuda", True, 0.3, marks=ON_CUDA),
+    ],
+)
+def test_box_windows_of_larger_crops_give_each_sequence_its_boxes_tracked_alone(
+    monkeypatch, device, cuda_graph, step
+):
     """256-pixel crops, where each image's box features are computed on a window of the maps (in lockstep of
     the batch's few window sizes, alone of its own size); with a large refinement step some images' boxes
-    leave their windows and are refined again on the whole maps."""
+    leave their windows and are refined again on the whole maps. On CUDA also with the lockstep refinement
+    replayed as a graph (whose flags say which images' boxes left), against the eager tracker alone."""
     from pytracking.tracker.dimp.stages import TorchStages
 
-    loaded = random_network("nce_plus_tiny", crop_size=256)
+    loaded = random_network("nce_plus_tiny", device=device, crop_size=256)
     refine = {} if step is None else {"refine_step": step}
     params = DiMPParams(train_setting="nce_plus_tiny", **OPENED, **refine)
     windows = {"cut": 0, "again": 0}
@@ -333,7 +346,10 @@ def test_box_windows_of_larger_crops_give_each_sequence_its_boxes_tracked_alone(
     monkeypatch.setattr(TorchStages, "modulated", counted_modulated)
     monkeypatch.setattr(TorchStages, "_ascend", counted_ascend)
     videos = lockstep_videos()
-    batched = in_lockstep(loaded, params, videos)
-    against_alone(loaded, params, videos, batched)
+    batched = in_lockstep(loaded, dataclasses.replace(params, cuda_graph=cuda_graph), videos)
+    _, worst = against_alone(loaded, params, videos, batched)
+    print(
+        f"largest box difference on {device} (cuda_graph={cuda_graph}, step={step}): {worst:.3g} px, {windows}"
+    )
     assert windows["cut"] > 10  # of the 40 refinements (20 in lockstep, 20 alone), the rest on whole maps
     assert (windows["again"] > 0) == (step is not None)
