@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pytracking.tracker.dimp import random_network
-from pytracking.tracker.dimp.box_window import check_held
+from pytracking.tracker.dimp.box_window import ascend_within
 from pytracking.tracker.dimp.graphed import GraphedAscent, graphed_ascent, padded_size
 from pytracking.tracker.dimp.refine import AscentOptions, ascend, score_and_grad
 from pytracking.tracker.dimp.stages import TorchStages
@@ -93,7 +93,7 @@ def test_algorithm_s1_is_not_graphed():
 @cuda
 @torch.no_grad()
 def test_the_replayed_ascent_says_which_images_boxes_left_their_limits():
-    """The same limits checked by the eager ascent (:func:`check_held`) and the replayed one: the image whose
+    """The same limits checked by the eager ascent (:func:`ascend_within`) and the replayed one: the image whose
     limits its boxes cross at some step is the one not held, in both."""
     loaded = random_network("nce_plus_tiny", device="cuda", crop_size=64)
     head = loaded.net.box_head
@@ -103,9 +103,8 @@ def test_the_replayed_ascent_says_which_images_boxes_left_their_limits():
     limits[1, 0] = float(boxes[1, :, 0].min()) + 1e-3  # image 1's leftmost box starts left of it
     limits[2, 2] = 1e4  # image 2: far limits, held
     _, _, held = GraphedAscent(head)(modulated, boxes, limits, options)
-    eager = torch.ones(3, dtype=torch.bool, device="cuda")
     score = score_and_grad(lambda b: head.score_modulated(modulated, b))
-    ascend(check_held(score, limits, eager), boxes, **options._asdict())
+    _, _, eager = ascend_within(score, boxes, limits, options)
     assert held.tolist() == eager.tolist() == [True, False, True]
 
 

@@ -21,7 +21,7 @@ zeros elsewhere, which the boxes do not read, so the box score keeps its shapes.
 :meth:`WindowRule.window` chooses the window around the refinement's starting boxes, ``margin`` pixels wider for
 the steps' moves, in whole cells of the coarsest layer so that every layer's window starts at the same pixel,
 optionally rounded to a few sizes so that many images' windows batch (:func:`cut_cells`, :func:`paste_cells`).
-A backend checks every step's boxes (:meth:`BoxWindow.holds` on the host, :func:`check_held` on the device)
+A backend checks every step's boxes (:meth:`BoxWindow.holds` on the host, :func:`ascend_within` on the device)
 and takes the whole maps for an image whose boxes leave its window.
 """
 
@@ -35,7 +35,17 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-__all__ = ["BoxWindow", "WindowRule", "boxes_within", "check_held", "conv_halo", "cut_cells", "paste_cells"]
+from pytracking.tracker.dimp.refine import AscentOptions, ascend
+
+__all__ = [
+    "BoxWindow",
+    "WindowRule",
+    "ascend_within",
+    "boxes_within",
+    "conv_halo",
+    "cut_cells",
+    "paste_cells",
+]
 
 Cells = tuple[int, int, int, int]  # (row start, column start, row end, column end), ends exclusive
 
@@ -216,15 +226,20 @@ def boxes_within(boxes: Tensor, limits: Tensor) -> Tensor:
     return inside.flatten(1).all(dim=1)
 
 
-def check_held(
-    score_grad: Callable[[Tensor], tuple[Tensor, Tensor]], limits: Tensor, held: Tensor
-) -> Callable[[Tensor], tuple[Tensor, Tensor]]:
-    """``score_grad`` of (B, S, 4) xywh boxes that also clears ``held`` (B,) bool, in place and on the boxes'
-    device (no host synchronisation), for every image with a box outside its window's ``limits`` (B, 4)
-    (:meth:`BoxWindow.limits`; a NaN box is outside)."""
+def ascend_within(
+    score_grad: Callable[[Tensor], tuple[Tensor, Tensor]],
+    boxes: Tensor,
+    limits: Tensor,
+    options: AscentOptions,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`~.refine.ascend` of (B, S, 4) xywh ``boxes`` by ``options``, and (B,) bool: whether each image's boxes
+    stayed within its window's ``limits`` (B, 4) (:meth:`BoxWindow.limits`; a NaN box is outside) at every
+    step, checked on the boxes' device (no host synchronisation, so the ascent can be captured as a graph)."""
+    held = torch.ones(boxes.shape[0], dtype=torch.bool, device=boxes.device)
 
-    def run(boxes: Tensor) -> tuple[Tensor, Tensor]:
-        held.logical_and_(boxes_within(boxes, limits))
-        return score_grad(boxes)
+    def checked(moved: Tensor) -> tuple[Tensor, Tensor]:
+        held.logical_and_(boxes_within(moved, limits))
+        return score_grad(moved)
 
-    return run
+    refined, scores = ascend(checked, boxes, **options._asdict())
+    return refined, scores, held

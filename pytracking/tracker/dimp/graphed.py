@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from pytracking.tracker.dimp.box_window import check_held
+from pytracking.tracker.dimp.box_window import ascend_within
 from pytracking.tracker.dimp.frames import pad_rows
-from pytracking.tracker.dimp.refine import AscentOptions, ascend, score_and_grad
+from pytracking.tracker.dimp.refine import AscentOptions, score_and_grad
 
 __all__ = ["GraphedAscent", "graphed_ascent", "padded_size"]
 
@@ -63,7 +63,7 @@ class GraphedAscent:
     """``(modulated (t2, t3), boxes (B, S, 4) xywh, limits (B, 4), options) -> (boxes (B, S, 4), scores (B, S),
     held (B,))``: what :func:`~.refine.ascend` returns for box head ``head``'s dense score, from a replayed CUDA
     graph, and whether each image's boxes stayed within its window's ``limits`` at every step
-    (:func:`~.box_window.check_held`).
+    (:func:`~.box_window.ascend_within`).
 
     Graphs are captured on first use of each (padded batch, candidates, feature shapes, dtype, device,
     options) and kept for the object's life; the returned tensors are copies, valid after the next call.
@@ -107,10 +107,7 @@ class GraphedAscent:
         t2, t3, boxes, limits = (t.clone() for t in inputs)
 
         def run() -> tuple[Tensor, Tensor, Tensor]:
-            held = torch.ones(boxes.shape[0], dtype=torch.bool, device=boxes.device)
-            score_grad = check_held(score_and_grad(self._score((t2, t3))), limits, held)
-            refined, scores = ascend(score_grad, boxes, **options._asdict())
-            return refined, scores, held
+            return ascend_within(score_and_grad(self._score((t2, t3))), boxes, limits, options)
 
         with torch.cuda.device(t2.device):  # the capture runs on the current device's streams
             side = torch.cuda.Stream()

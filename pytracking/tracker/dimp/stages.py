@@ -24,7 +24,7 @@ from torch import Tensor
 
 from ltr.ebm.predict import value_and_grad
 from ltr.models.tracking import BOX_LAYERS, DiMPNet
-from pytracking.tracker.dimp.box_window import WindowRule, check_held, cut_cells, paste_cells
+from pytracking.tracker.dimp.box_window import WindowRule, ascend_within, cut_cells, paste_cells
 from pytracking.tracker.dimp.compiled import compiled_box_score, compiled_stage
 from pytracking.tracker.dimp.frames import upload
 from pytracking.tracker.dimp.graphed import graphed_ascent
@@ -219,10 +219,7 @@ class TorchStages:
             return self._graphed(modulated, boxes, limits, options)
         if limits is None:
             return (*ascend(partial(self._score_grad, modulated), boxes, **options._asdict()), None)
-        held = torch.ones(boxes.shape[0], dtype=torch.bool, device=boxes.device)
-        score_grad = check_held(partial(self._score_grad, modulated), limits, held)
-        refined, scores = ascend(score_grad, boxes, **options._asdict())
-        return refined, scores, held
+        return ascend_within(partial(self._score_grad, modulated), boxes, limits, options)
 
     def modulation(self, feats: dict[str, Tensor], box: Tensor) -> Pair:
         return self.net.box_head.get_modulation([feats[n] for n in BOX_LAYERS], box)
